@@ -269,9 +269,10 @@ func stridedSpan(d, rows, stride int, ok bool) (int, bool) {
 // Stride and DstStride 0), with or without a residual, no Inv, one goroutine, a weight of the
 // Norm's own length (the caller checks those: packable), weight form and rounding in flags
 // (flagOffset, flagRN). It reports false, having written nothing, when the call breaks a rule or
-// is empty; the caller then takes the general path, which says which rule. A function of its own,
+// is empty; the caller then takes the general path, which says which rule. With flagCenter or a
+// bias (len d) the call is LayerNorm's, on the Layer variants (packedLayer); bias is nil otherwise. A function of its own,
 // with fewer values live than applyRows, so fewer stores before the kernel's (see applyRows).
-func packedRows[D, T elem](r *rowsOf[D, T], f format, w []float32, eps float32, flags uint32, k kernelID) bool {
+func packedRows[D, T elem](r *rowsOf[D, T], f format, w []float32, eps float32, flags uint32, bias []float32, k kernelID) bool {
 	d, nx, res := len(w), len(r.X), r.Residual
 	if d == 0 || nx == 0 {
 		return false
@@ -292,6 +293,13 @@ func packedRows[D, T elem](r *rowsOf[D, T], f format, w []float32, eps float32, 
 		rp := addr(res)
 		ok = ok && len(res) == nx && apart(rp, sb, xp, sb) && apart(rp, sb, dp, db) && apart(rp, sb, wp, wb)
 	}
+	// LayerNorm (flagCenter or a bias; see packedLayer): the bias, read only like the weight, has
+	// the row's length and shares no memory with an output.
+	layer := flags&flagCenter != 0 || bias != nil
+	if bias != nil {
+		bp, bb := addr(bias), uintptr(d)*4
+		ok = ok && len(bias) == d && apart(bp, bb, dp, db) && (res == nil || apart(bp, bb, addr(res), sb))
+	}
 	if !ok {
 		return false
 	}
@@ -302,10 +310,14 @@ func packedRows[D, T elem](r *rowsOf[D, T], f format, w []float32, eps float32, 
 	if k == useActive {
 		k = activeKernel()
 	}
-	v := forwardVariant[f][mode][b2i(res != nil)]
+	vs := &forwardVariant
+	if layer {
+		vs = &layerVariant
+	}
+	v := vs[f][mode][b2i(res != nil)]
 	dst, x := ptr(r.Dst), ptr(r.X) // read before the job is declared: see applyRows
 	var j job
-	j.init(dst, x, ptr(w), d, d, d, eps, flags, uint32(k)*numEntries+uint32(v), mode, f, v, ptr(res), nil, nil, nil, rows)
+	j.init(dst, x, ptr(w), d, d, d, eps, flags, uint32(k)*numEntries+uint32(v), mode, f, v, ptr(res), nil, ptr(bias), nil, rows)
 	if 3*sb >= uintptr(streamBytes) { // x, dst and res could fill the cache
 		j.setMemoryFlags()
 	}
@@ -313,6 +325,27 @@ func packedRows[D, T elem](r *rowsOf[D, T], f format, w []float32, eps float32, 
 		j.finish(row, j.rows)
 	}
 	return true
+}
+
+// packedLayer runs a LayerNorm call of n (Center or a Bias) on rows back to back through
+// packedRows, and reports whether it did: a weight of the Norm's length, one goroutine, no N,
+// Stride, DstStride, Inv or Mean, as packable asks of an RMSNorm call. The entry points' own
+// tests (packable, plain) leave LayerNorm out, so that the RMSNorm calls test none of its fields;
+// the general-path methods ask here before applyRows. Whatever it leaves, or finds breaking a
+// rule, applyRows takes (and panics on) having written nothing.
+func packedLayer[D, T elem](n *Norm, r *rowsOf[D, T], f format) bool {
+	if !n.Center && n.Bias == nil {
+		return false
+	}
+	if r.N|r.Stride|r.DstStride != 0 || r.Inv != nil || r.Mean != nil || n.Weight == nil ||
+		(n.Dim != 0 && n.Dim != len(n.Weight)) || uint(n.Workers) > 1 {
+		return false
+	}
+	flags := n.flags(f)
+	if n.Center {
+		flags |= flagCenter
+	}
+	return packedRows(r, f, n.Weight, n.Eps, flags, n.Bias, useActive)
 }
 
 // checkNorm returns the row length and the weight form of n, or panics if its fields disagree

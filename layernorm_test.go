@@ -393,8 +393,9 @@ func TestLayerNormWorkers(t *testing.T) {
 }
 
 // The entry points (Forward, ForwardBF16, ForwardF16, Apply, ApplyBF16, ApplyF16, ApplyToBF16,
-// ApplyToF16) run LayerNorm Norms on the general path, with the active kernel: never on the short
-// paths of RMSNorm, which know neither Center nor Bias.
+// ApplyToF16) run LayerNorm Norms with the active kernel, on packedRows through packedLayer when
+// they have a weight and on the general path when not: never on forwardRows, RMSNorm's path,
+// which knows neither Center nor Bias.
 func TestLayerNormEntryPoints(t *testing.T) {
 	defer active.Store(active.Load())
 	const d, rows = 64, 3

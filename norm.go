@@ -106,7 +106,8 @@ func (n *Norm) plain() bool { return !n.UnitOffset && n.weighted() }
 // weighted reports whether n has a weight, Dim 0 or its length, one goroutine and neither Center
 // nor Bias: the Norms of packedRows. Workers is compared unsigned, one comparison as before, so
 // that a negative value is not taken for one goroutine: it goes to the general path, which
-// panics. A LayerNorm (Center or Bias) takes the general path, applyRows.
+// panics. A LayerNorm (Center or Bias) goes to the general-path methods, which take its calls of
+// rows back to back through packedLayer.
 func (n *Norm) weighted() bool {
 	return n.Weight != nil && (n.Dim == 0 || n.Dim == len(n.Weight)) && uint(n.Workers) <= 1 && !n.Center && n.Bias == nil
 }
@@ -143,7 +144,10 @@ func (n Norm) forward(dst, x []float32) {
 	var r rowsOf[float32, float32] // set field by field: a literal would be built aside and copied
 	r.Dst, r.X = dst, x
 	// r holds rows back to back without Inv: of packable's rules, only the Norm's are left.
-	if n.weighted() && packedRows(&r, formatF32, n.Weight, n.Eps, n.flags(formatF32), useActive) {
+	if n.weighted() && packedRows(&r, formatF32, n.Weight, n.Eps, n.flags(formatF32), nil, useActive) {
+		return
+	}
+	if packedLayer(&n, &r, formatF32) {
 		return
 	}
 	if !applyRows(&n, &r, formatF32, useActive) {
@@ -179,7 +183,7 @@ func (n Norm) Apply(r Rows) {
 			forwardRows(&applyNames, formatF32, r.Dst, r.X, n.Weight, n.Eps, useActive)
 			return
 		}
-		if packedRows((*rowsOf[float32, float32])(&r), formatF32, n.Weight, n.Eps, n.flags(formatF32), useActive) {
+		if packedRows((*rowsOf[float32, float32])(&r), formatF32, n.Weight, n.Eps, n.flags(formatF32), nil, useActive) {
 			return
 		}
 	}
@@ -191,6 +195,9 @@ func (n Norm) Apply(r Rows) {
 //
 //go:noinline
 func (n Norm) apply(r *Rows) {
+	if packedLayer(&n, (*rowsOf[float32, float32])(r), formatF32) {
+		return
+	}
 	if !applyRows(&n, (*rowsOf[float32, float32])(r), formatF32, useActive) {
 		panic(explainApply(&n, &applyNames, (*rowsOf[float32, float32])(r)))
 	}
@@ -234,7 +241,7 @@ type Rows16 struct {
 //go:noinline
 func (n Norm) ApplyBF16(r Rows16) {
 	if packable(&n, (*rowsOf[uint16, uint16])(&r)) &&
-		packedRows((*rowsOf[uint16, uint16])(&r), formatBF16, n.Weight, n.Eps, n.flags(formatBF16), useActive) {
+		packedRows((*rowsOf[uint16, uint16])(&r), formatBF16, n.Weight, n.Eps, n.flags(formatBF16), nil, useActive) {
 		return
 	}
 	n.apply16(&r, formatBF16, &applyBF16Names)
@@ -245,7 +252,7 @@ func (n Norm) ApplyBF16(r Rows16) {
 //go:noinline
 func (n Norm) ApplyF16(r Rows16) {
 	if packable(&n, (*rowsOf[uint16, uint16])(&r)) &&
-		packedRows((*rowsOf[uint16, uint16])(&r), formatF16, n.Weight, n.Eps, n.flags(formatF16), useActive) {
+		packedRows((*rowsOf[uint16, uint16])(&r), formatF16, n.Weight, n.Eps, n.flags(formatF16), nil, useActive) {
 		return
 	}
 	n.apply16(&r, formatF16, &applyF16Names)
@@ -255,6 +262,9 @@ func (n Norm) ApplyF16(r Rows16) {
 //
 //go:noinline
 func (n Norm) apply16(r *Rows16, f format, nm *names) {
+	if packedLayer(&n, (*rowsOf[uint16, uint16])(r), f) {
+		return
+	}
 	if !applyRows(&n, (*rowsOf[uint16, uint16])(r), f, useActive) {
 		panic(explainApply(&n, nm, (*rowsOf[uint16, uint16])(r)))
 	}
@@ -293,7 +303,10 @@ func (n Norm) ForwardF16(dst, x []uint16) {
 func (n Norm) forward16(dst, x []uint16, f format, nm *names) {
 	var r rowsOf[uint16, uint16] // set field by field, as in forward
 	r.Dst, r.X = dst, x
-	if n.weighted() && packedRows(&r, f, n.Weight, n.Eps, n.flags(f), useActive) {
+	if n.weighted() && packedRows(&r, f, n.Weight, n.Eps, n.flags(f), nil, useActive) {
+		return
+	}
+	if packedLayer(&n, &r, f) {
 		return
 	}
 	if !applyRows(&n, &r, f, useActive) {
@@ -338,7 +351,7 @@ type RowsTo16 struct {
 //go:noinline
 func (n Norm) ApplyToBF16(r RowsTo16) {
 	if packable(&n, (*rowsOf[uint16, float32])(&r)) &&
-		packedRows((*rowsOf[uint16, float32])(&r), formatToBF16, n.Weight, n.Eps, n.flags(formatToBF16), useActive) {
+		packedRows((*rowsOf[uint16, float32])(&r), formatToBF16, n.Weight, n.Eps, n.flags(formatToBF16), nil, useActive) {
 		return
 	}
 	n.applyTo16(&r, formatToBF16, &applyToBF16Names)
@@ -350,7 +363,7 @@ func (n Norm) ApplyToBF16(r RowsTo16) {
 //go:noinline
 func (n Norm) ApplyToF16(r RowsTo16) {
 	if packable(&n, (*rowsOf[uint16, float32])(&r)) &&
-		packedRows((*rowsOf[uint16, float32])(&r), formatToF16, n.Weight, n.Eps, n.flags(formatToF16), useActive) {
+		packedRows((*rowsOf[uint16, float32])(&r), formatToF16, n.Weight, n.Eps, n.flags(formatToF16), nil, useActive) {
 		return
 	}
 	n.applyTo16(&r, formatToF16, &applyToF16Names)
@@ -360,6 +373,9 @@ func (n Norm) ApplyToF16(r RowsTo16) {
 //
 //go:noinline
 func (n Norm) applyTo16(r *RowsTo16, f format, nm *names) {
+	if packedLayer(&n, (*rowsOf[uint16, float32])(r), f) {
+		return
+	}
 	if !applyRows(&n, (*rowsOf[uint16, float32])(r), f, useActive) {
 		panic(explainApply(&n, nm, (*rowsOf[uint16, float32])(r)))
 	}

@@ -12,7 +12,7 @@ import (
 
 // Which path a call takes. The entry points send the common calls down short paths (see Apply):
 // forwardRows for a plain weight on rows back to back, packedRows for the other weight forms,
-// residuals and 16-bit rows back to back, applyRows for the rest. A test cannot see the path of
+// residuals, 16-bit rows and LayerNorm's rows back to back, applyRows for the rest. A test cannot see the path of
 // an ordinary call without a probe on it, so here the rows lie in an inaccessible page: validation
 // only compares addresses and passes, the kernel faults on its first read, and the stack at the
 // fault names the path that called it. This checks the routing, on every kernel; what each path
@@ -65,6 +65,10 @@ func TestShortPathTaken(t *testing.T) {
 	unw := Norm{Dim: d, Eps: 1e-6}
 	many := Norm{Weight: w, Eps: 1e-6, Workers: 4} // below the threshold: no split, but Apply's general path
 	ln := Norm{Weight: w, Bias: w, Center: true, Eps: 1e-12}
+	lnBias := Norm{Weight: w, Bias: w, Eps: 1e-12}
+	lnCenter := Norm{Weight: w, Center: true, Eps: 1e-12}
+	lnUnw := Norm{Dim: d, Bias: w, Center: true, Eps: 1e-12}
+	lnMany := Norm{Weight: w, Bias: w, Center: true, Eps: 1e-12, Workers: 4}
 	mean := make([]float32, 1)
 	cases := []struct {
 		name, path string
@@ -85,13 +89,22 @@ func TestShortPathTaken(t *testing.T) {
 		{"Norm.ForwardF16 RoundNormalized", "packedRows", func() { rn.ForwardF16(y16, x16) }},
 		{"ApplyBF16", "packedRows", func() { plain.ApplyBF16(Rows16{Dst: y16, X: x16}) }},
 		{"ApplyF16 RoundNormalized Residual", "packedRows", func() { rn.ApplyF16(Rows16{Dst: y16, X: x16, Residual: res16}) }},
-		// The general path, for the probe to tell it apart. LayerNorm takes it for every call: the
-		// short paths test no field of its, so that the RMSNorm calls pay nothing for it.
-		{"Norm.Forward LayerNorm", "applyRows", func() { ln.Forward(y, x) }},
-		{"Apply LayerNorm Residual", "applyRows", func() { ln.Apply(Rows{Dst: y, X: x, Residual: res}) }},
-		{"ApplyToBF16 LayerNorm", "applyRows", func() { ln.ApplyToBF16(RowsTo16{Dst: y16, X: x}) }},
-		{"Norm.ForwardF16 LayerNorm", "applyRows", func() { ln.ForwardF16(y16, x16) }},
+		// LayerNorm's calls of rows back to back: packedRows too, reached from the general-path
+		// methods (packedLayer), since the entry points' own tests leave LayerNorm out so that the
+		// RMSNorm calls pay nothing for it.
+		{"Norm.Forward LayerNorm", "packedRows", func() { ln.Forward(y, x) }},
+		{"Norm.Forward LayerNorm bias only", "packedRows", func() { lnBias.Forward(y, x) }},
+		{"Norm.Forward LayerNorm Center only", "packedRows", func() { lnCenter.Forward(y, x) }},
+		{"Apply LayerNorm Residual", "packedRows", func() { ln.Apply(Rows{Dst: y, X: x, Residual: res}) }},
+		{"ApplyBF16 LayerNorm", "packedRows", func() { ln.ApplyBF16(Rows16{Dst: y16, X: x16}) }},
+		{"ApplyToBF16 LayerNorm", "packedRows", func() { ln.ApplyToBF16(RowsTo16{Dst: y16, X: x}) }},
+		{"Norm.ForwardF16 LayerNorm", "packedRows", func() { ln.ForwardF16(y16, x16) }},
+		// The general path, for the probe to tell it apart.
 		{"Apply LayerNorm Mean", "applyRows", func() { ln.Apply(Rows{Dst: y, X: x, Mean: mean}) }},
+		{"Apply LayerNorm Inv", "applyRows", func() { ln.Apply(Rows{Dst: y, X: x, Inv: inv}) }},
+		{"Apply LayerNorm N", "applyRows", func() { ln.Apply(Rows{Dst: y, X: x, N: 1}) }},
+		{"Norm.Forward LayerNorm no weight", "applyRows", func() { lnUnw.Forward(y, x) }},
+		{"Norm.Forward LayerNorm Workers 4", "applyRows", func() { lnMany.Forward(y, x) }},
 		{"Apply Inv", "applyRows", func() { plain.Apply(Rows{Dst: y, X: x, Inv: inv}) }},
 		{"Apply N", "applyRows", func() { plain.Apply(Rows{Dst: y, X: x, N: 1}) }},
 		{"Apply no weight", "applyRows", func() { unw.Apply(Rows{Dst: y, X: x}) }},

@@ -267,11 +267,12 @@ func stridedSpan(d, rows, stride int, ok bool) (int, bool) {
 
 // packedRows validates and runs a Norm.Apply call of the common kind: rows back to back (N,
 // Stride and DstStride 0), with or without a residual, no Inv, one goroutine, a weight of the
-// Norm's own length (the caller checks those: packable), weight form and rounding in flags
-// (flagOffset, flagRN). It reports false, having written nothing, when the call breaks a rule or
-// is empty; the caller then takes the general path, which says which rule. With flagCenter or a
-// bias (len d) the call is LayerNorm's, on the Layer variants (packedLayer); bias is nil otherwise. A function of its own,
-// with fewer values live than applyRows, so fewer stores before the kernel's (see applyRows).
+// Norm's own length (the caller checks those: packable, or packedLayer), weight form and rounding
+// in flags (flagOffset, flagRN). It reports false, having written nothing, when the call breaks a
+// rule or is empty; the caller then takes the general path, which says which rule. With
+// flagCenter or a bias (len d) the call is LayerNorm's, on the Layer variants (packedLayer); bias
+// is nil otherwise. A function of its own, with fewer values live than applyRows, so fewer stores
+// before the kernel's (see applyRows).
 func packedRows[D, T elem](r *rowsOf[D, T], f format, w []float32, eps float32, flags uint32, bias []float32, k kernelID) bool {
 	d, nx, res := len(w), len(r.X), r.Residual
 	if d == 0 || nx == 0 {
@@ -327,16 +328,13 @@ func packedRows[D, T elem](r *rowsOf[D, T], f format, w []float32, eps float32, 
 	return true
 }
 
-// packedLayer runs a LayerNorm call of n (Center or a Bias) on rows back to back through
+// packedLayer runs a LayerNorm call of n (Center or a Bias: n.layer()) on rows back to back through
 // packedRows, and reports whether it did: a weight of the Norm's length, one goroutine, no N,
 // Stride, DstStride, Inv or Mean, as packable asks of an RMSNorm call. The entry points' own
 // tests (packable, plain) leave LayerNorm out, so that the RMSNorm calls test none of its fields;
 // the general-path methods ask here before applyRows. Whatever it leaves, or finds breaking a
 // rule, applyRows takes (and panics on) having written nothing.
 func packedLayer[D, T elem](n *Norm, r *rowsOf[D, T], f format) bool {
-	if !n.Center && n.Bias == nil {
-		return false
-	}
 	if r.N|r.Stride|r.DstStride != 0 || r.Inv != nil || r.Mean != nil || n.Weight == nil ||
 		(n.Dim != 0 && n.Dim != len(n.Weight)) || uint(n.Workers) > 1 {
 		return false

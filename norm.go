@@ -103,6 +103,11 @@ func (n Norm) Forward(dst, x []float32) {
 // goroutine: its rows back to back need only what rmsnorm.Forward does.
 func (n *Norm) plain() bool { return !n.UnitOffset && n.weighted() }
 
+// layer reports whether n is a LayerNorm (Center or a Bias): the general-path methods test it
+// inline before they call packedLayer, so that RMSNorm's calls on those paths pay a test of two
+// fields and no call.
+func (n *Norm) layer() bool { return n.Center || n.Bias != nil }
+
 // weighted reports whether n has a weight, Dim 0 or its length, one goroutine and neither Center
 // nor Bias: the Norms of packedRows. Workers is compared unsigned, one comparison as before, so
 // that a negative value is not taken for one goroutine: it goes to the general path, which
@@ -135,8 +140,9 @@ func (n *Norm) flags(f format) uint32 {
 	return fl
 }
 
-// forward is Norm.Forward for the other Norms: UnitOffset on Apply's short path (packedRows), no
-// weight and Workers on its general path. A call of its own, so that Forward does not save the
+// forward is Norm.Forward for the other Norms: UnitOffset, and LayerNorm with a weight on one
+// goroutine (packedLayer), on Apply's short path (packedRows); no weight and Workers on its
+// general path. A call of its own, so that Forward does not save the
 // Norm for the address this one takes.
 //
 //go:noinline
@@ -147,7 +153,7 @@ func (n Norm) forward(dst, x []float32) {
 	if n.weighted() && packedRows(&r, formatF32, n.Weight, n.Eps, n.flags(formatF32), nil, useActive) {
 		return
 	}
-	if packedLayer(&n, &r, formatF32) {
+	if n.layer() && packedLayer(&n, &r, formatF32) {
 		return
 	}
 	if !applyRows(&n, &r, formatF32, useActive) {
@@ -191,11 +197,12 @@ func (n Norm) Apply(r Rows) {
 }
 
 // apply is Apply on the general path (strided rows, Inv, no weight, Workers, and the calls that
-// break a rule), in a call of its own: that measured a little faster for the calls above.
+// break a rule), in a call of its own: that measured a little faster for the calls above. A
+// LayerNorm's calls of rows back to back go to packedRows from here (packedLayer).
 //
 //go:noinline
 func (n Norm) apply(r *Rows) {
-	if packedLayer(&n, (*rowsOf[float32, float32])(r), formatF32) {
+	if n.layer() && packedLayer(&n, (*rowsOf[float32, float32])(r), formatF32) {
 		return
 	}
 	if !applyRows(&n, (*rowsOf[float32, float32])(r), formatF32, useActive) {
@@ -262,7 +269,7 @@ func (n Norm) ApplyF16(r Rows16) {
 //
 //go:noinline
 func (n Norm) apply16(r *Rows16, f format, nm *names) {
-	if packedLayer(&n, (*rowsOf[uint16, uint16])(r), f) {
+	if n.layer() && packedLayer(&n, (*rowsOf[uint16, uint16])(r), f) {
 		return
 	}
 	if !applyRows(&n, (*rowsOf[uint16, uint16])(r), f, useActive) {
@@ -296,8 +303,9 @@ func (n Norm) ForwardF16(dst, x []uint16) {
 }
 
 // forward16 is forward for ForwardBF16 and ForwardF16, rows in format f: UnitOffset and
-// RoundNormalized (which forwardRows does not apply) on packedRows, no weight and Workers on
-// applyRows; nm names the caller in the panics.
+// RoundNormalized (which forwardRows does not apply), and LayerNorm with a weight on one goroutine
+// (packedLayer), on packedRows; no weight and Workers on applyRows; nm names the caller in the
+// panics.
 //
 //go:noinline
 func (n Norm) forward16(dst, x []uint16, f format, nm *names) {
@@ -306,7 +314,7 @@ func (n Norm) forward16(dst, x []uint16, f format, nm *names) {
 	if n.weighted() && packedRows(&r, f, n.Weight, n.Eps, n.flags(f), nil, useActive) {
 		return
 	}
-	if packedLayer(&n, &r, f) {
+	if n.layer() && packedLayer(&n, &r, f) {
 		return
 	}
 	if !applyRows(&n, &r, f, useActive) {
@@ -373,7 +381,7 @@ func (n Norm) ApplyToF16(r RowsTo16) {
 //
 //go:noinline
 func (n Norm) applyTo16(r *RowsTo16, f format, nm *names) {
-	if packedLayer(&n, (*rowsOf[uint16, float32])(r), f) {
+	if n.layer() && packedLayer(&n, (*rowsOf[uint16, float32])(r), f) {
 		return
 	}
 	if !applyRows(&n, (*rowsOf[uint16, float32])(r), f, useActive) {

@@ -111,9 +111,10 @@
 // Without Center, a Bias adds step 4's + Bias[i] to RMSNorm's y (on the float64 path, in float64
 // before the one rounding). Rows.Mean (and Rows16.Mean, RowsTo16.Mean) receives m of each row
 // (float32(mean) on the float64 path) as Inv receives inv: ONNX LayerNormalization's Mean and
-// InvStdDev outputs. Mean needs Center. A Norm with Center or Bias never takes the short paths of
-// RMSNorm calls. The avx512, avx2 and neon kernels have LayerNorm functions of their own, forward
-// and backward (Center or DB). Every kernel gives the same bits.
+// InvStdDev outputs. Mean needs Center. A Norm with Center or Bias never takes the kernels'
+// one-row path (the short path of single rows and short batches). The avx512, avx2 and neon
+// kernels have LayerNorm functions of their own, forward and backward (Center or DB). Every
+// kernel gives the same bits.
 //
 // The accuracy on rows far from zero is what a float32 mean allows: its rounding, a few units in
 // the last place of the row's values, shifts every centered value. Against the float64 definition,

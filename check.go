@@ -329,14 +329,13 @@ func packedRows[D, T elem](r *rowsOf[D, T], f format, w []float32, eps float32, 
 }
 
 // packedLayer runs a LayerNorm call of n (Center or a Bias: n.layer()) on rows back to back through
-// packedRows, and reports whether it did: a weight of the Norm's length, one goroutine, no N,
-// Stride, DstStride, Inv or Mean, as packable asks of an RMSNorm call. The entry points' own
+// packedRows, and reports whether it did: rows back to back and a Norm that packs, as packable
+// asks of an RMSNorm call. The entry points' own
 // tests (packable, plain) leave LayerNorm out, so that the RMSNorm calls test none of its fields;
 // the general-path methods ask here before applyRows. Whatever it leaves, or finds breaking a
 // rule, applyRows takes (and panics on) having written nothing.
 func packedLayer[D, T elem](n *Norm, r *rowsOf[D, T], f format) bool {
-	if r.N|r.Stride|r.DstStride != 0 || r.Inv != nil || r.Mean != nil || n.Weight == nil ||
-		(n.Dim != 0 && n.Dim != len(n.Weight)) || uint(n.Workers) > 1 {
+	if !backToBack(r) || !n.packs() {
 		return false
 	}
 	flags := n.flags(f)

@@ -108,22 +108,29 @@ func (n *Norm) plain() bool { return !n.UnitOffset && n.weighted() }
 // fields and no call.
 func (n *Norm) layer() bool { return n.Center || n.Bias != nil }
 
-// weighted reports whether n has a weight, Dim 0 or its length, one goroutine and neither Center
-// nor Bias: the Norms of packedRows. Workers is compared unsigned, one comparison as before, so
-// that a negative value is not taken for one goroutine: it goes to the general path, which
-// panics. A LayerNorm (Center or Bias) goes to the general-path methods, which take its calls of
-// rows back to back through packedLayer.
-func (n *Norm) weighted() bool {
-	return n.Weight != nil && (n.Dim == 0 || n.Dim == len(n.Weight)) && uint(n.Workers) <= 1 && !n.Center && n.Bias == nil
+// packs reports whether n has a weight, Dim 0 or its length, and one goroutine: the Norms of
+// packedRows, RMSNorm's (weighted) and LayerNorm's (packedLayer). Workers is compared unsigned,
+// one comparison as before, so that a negative value is not taken for one goroutine: it goes to
+// the general path, which panics.
+func (n *Norm) packs() bool {
+	return n.Weight != nil && (n.Dim == 0 || n.Dim == len(n.Weight)) && uint(n.Workers) <= 1
+}
+
+// weighted reports whether n is an RMSNorm Norm of packedRows: packs, and neither Center nor
+// Bias. A LayerNorm goes to the general-path methods, which take its calls of rows back to back
+// through packedLayer.
+func (n *Norm) weighted() bool { return n.packs() && !n.layer() }
+
+// backToBack reports whether r holds rows back to back (N, Stride and DstStride 0) without Inv
+// or Mean: the calls packedRows takes. (A Mean goes to the general path, which writes it or,
+// without Center, panics.)
+func backToBack[D, T elem](r *rowsOf[D, T]) bool {
+	return r.N|r.Stride|r.DstStride == 0 && r.Inv == nil && r.Mean == nil
 }
 
 // packable reports whether the call of n on r is one packedRows takes, by the rules its caller
-// checks: rows back to back (N, Stride and DstStride 0), no Inv and no Mean, and a Norm with a
-// weight on one goroutine, without Center or Bias. (A Mean goes to the general path, which
-// writes it or, without Center, panics.)
-func packable[D, T elem](n *Norm, r *rowsOf[D, T]) bool {
-	return r.N|r.Stride|r.DstStride == 0 && r.Inv == nil && r.Mean == nil && n.weighted()
-}
+// checks: rows back to back and an RMSNorm Norm with a weight on one goroutine.
+func packable[D, T elem](n *Norm, r *rowsOf[D, T]) bool { return backToBack(r) && n.weighted() }
 
 // flags returns the job flags of n's weight form and rounding for rows in format f, for a Norm
 // whose fields agree (UnitOffset only with a weight): flagOffset for 1+w (the kernels have one

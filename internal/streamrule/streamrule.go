@@ -257,8 +257,8 @@ func (r RowRule) OneByOne(n, d int) bool {
 //
 // so on Zen 3 they go one at a time too (Long). On Emerald Rapids such rows were measured at one
 // shape only, 16x1024 (avx512 1% and avx2 4-7% faster one at a time; bench/results), too little
-// to set Long there; on Sapphire Rapids not at all. Both keep the general path for them. Elsewhere every call keeps its usual path: no
-// other CPU has been measured this way.
+// to set Long there; on Sapphire Rapids not at all. Both keep the general path for them.
+// Elsewhere every call keeps its usual path: no other CPU has been measured this way.
 func Rows(c CPU) RowRule {
 	switch {
 	case meshXeon(c):

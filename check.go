@@ -68,6 +68,13 @@ func oneByOne(rows, d int, f format) bool {
 	return rows > 1 && f == formatF32 && d%64 == 0 && rowRule.OneByOne(rows, d)
 }
 
+// streamsOneByOne reports whether forwardRows sends a streamed call of float32 rows of d, out of
+// place (flagNT set), through the kernels' one-row path one row at a time (flagRows with flagNT
+// and flagPF), as the CPU's rowRule says.
+func streamsOneByOne(d int, f format) bool {
+	return f == formatF32 && d%64 == 0 && rowRule.Streams(d)
+}
+
 // forwardRows validates a Forward call and runs it with kernel k: the rows of x (len(w) long each),
 // stored in format f, into dst. As in applyRows, the streaming decision runs only for rows that
 // could fill the cache, and the kernel is called directly. Norm.Forward and Norm.Apply call it
@@ -102,6 +109,9 @@ func forwardRows[T elem](nm *names, f format, dst, x []T, w []float32, eps float
 	j.init(ptr(dst), ptr(x), ptr(w), d, d, d, eps, 0, uint32(k)*numEntries+uint32(v), weighted, f, v, nil, nil, nil, nil, rows)
 	if 2*nb >= uintptr(streamBytes) { // x and dst could fill the cache
 		j.setMemoryFlags()
+		if j.flags&flagNT != 0 && streamsOneByOne(d, f) {
+			j.flags |= flagRows
+		}
 	} else if oneByOne(rows, d, f) {
 		j.flags |= flagRows
 	}

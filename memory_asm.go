@@ -20,14 +20,15 @@ var pipeRows = streamrule.Pipe(streamrule.Host())
 // streamrule.PipeAbove. A variable so that tests can set it.
 var pipeAbove = streamrule.PipeAbove(streamrule.Host())
 
-// rowRule says which in-cache calls of float32 rows, d a multiple of 64, go through the kernels'
-// one-row path one row at a time (flagRows; see forwardRows), as streamrule decides from cpuid:
-// on Sapphire Rapids and Emerald Rapids every call of two rows or more of at most rowsMax; on
-// Zen 3 those of fewer than 4 or of 64 rows and more, and every call of rows longer than
-// groupMax; none elsewhere. Only forwardRows sets the flag (oneByOne): in Forward, and in
-// Norm.Forward and Apply by a Norm with a weight, neither UnitOffset, Center nor Bias, and Workers
-// 0 or 1, Apply with rows back to back and no Inv, Mean or residual. Only the amd64 functions with
-// the one-row path read it. A variable so that tests can run the kernels both ways.
+// rowRule says which calls of float32 rows, d a multiple of 64, go through the kernels' one-row
+// path one row at a time (flagRows; see forwardRows), as streamrule decides from cpuid. In cache:
+// on Sapphire Rapids and Emerald Rapids every call of two rows or more of at most rowsMax; on Zen 3
+// those of fewer than 4 or of 64 rows and more, and every call of rows longer than groupMax.
+// Streamed out of place (with flagNT and flagPF; streamsOneByOne): on Zen 3 rows of at most
+// rowsMax. None elsewhere. Only forwardRows sets the flag (oneByOne, streamsOneByOne): in Forward,
+// and in Norm.Forward and Apply by a Norm with a weight, neither UnitOffset, Center nor Bias, and
+// Workers 0 or 1, Apply with rows back to back and no Inv, Mean or residual. Only the amd64
+// functions with the one-row path read it. A variable so that tests can run the kernels both ways.
 var rowRule = streamrule.Rows(streamrule.Host())
 
 // aheadRows is whether the backward kernels prefetch rows from memory 1 KiB ahead of their

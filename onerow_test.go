@@ -3,6 +3,7 @@ package rmsnorm
 import (
 	"fmt"
 	"math"
+	"math/rand/v2"
 	"testing"
 
 	"github.com/gosimd/rmsnorm/internal/streamrule"
@@ -201,34 +202,109 @@ func TestRowsOneByOne(t *testing.T) {
 							if how != "out of place" && c.name != classNormal.name {
 								continue
 							}
-							r := seedFor(d, rows, ci, 63)
-							xg := newGuarded[float32]("x", rows*d, 0)
-							fill(xg.s, c, r)
-							if how == "a row of the float64 path" {
-								for i := range xg.s[rows/2*d : rows/2*d+d] {
-									xg.s[rows/2*d+i] *= 1e20 // finite, but the squares are not
-								}
-							}
-							w := make([]float32, d)
-							fill(w, classNormal, r)
-							want := make([]float32, rows*d)
-							forwardWith(kernelGeneric, want, xg.s, w, 1e-6)
-							got := newGuarded[float32]("dst", rows*d, 0)
-							if how == "in place" {
-								copy(got.s, xg.s)
-								forwardWith(k, got.s, got.s, w, 1e-6)
-							} else {
-								forwardWith(k, got.s, xg.s, w, 1e-6)
-							}
-							got.check(t, "dst")
-							xg.check(t, "x")
-							if i := firstDiff(got.s, want); i >= 0 {
-								t.Fatalf("one at a time %v, %s, %dx%d, %s, %s: y[%d] = %v (%#08x), generic %v (%#08x)",
-									on, k.name(), rows, d, c.name, how, i, got.s[i], bitsOf(got.s[i]), want[i], bitsOf(want[i]))
-							}
+							checkRowsCall(t, fmt.Sprintf("one at a time %v", on), k, rows, d, c, how, 0,
+								seedFor(d, rows, ci, 63), func(f func()) { f() })
 						}
 					}
 				}
+			}
+		}
+	}
+}
+
+// TestRowsStreamed runs streamed calls of Forward (withStreaming) with RowRule.Stream off and on,
+// every kernel against generic: with it, out-of-place rows of 64 and 128 go one at a time
+// through the one-row path's streaming loop (flagRows, flagNT, flagPF), and dst rows not
+// aligned to the vector (off: elements past a 64-byte boundary, 8 of them aligned for AVX2 but
+// not AVX-512) go back to the general path. Lengths the rule leaves to the groups, in-place
+// calls and a row of the float64 path, which the loop returns to Go for and resumes after, too.
+func TestRowsStreamed(t *testing.T) {
+	defer func(r streamrule.RowRule) { rowRule = r }(rowRule)
+	for _, on := range []bool{false, true} {
+		rowRule = streamrule.RowRule{Stream: on}
+		for _, k := range testKernels() {
+			for _, d := range []int{64, 128, 100, 192, 256} {
+				for _, rows := range []int{1, 2, 3, 5, 9, 40} {
+					for _, how := range []string{"out of place", "in place", "a row of the float64 path"} {
+						for _, off := range []int{0, 1, 4, 8} {
+							if how == "in place" && off != 0 {
+								continue
+							}
+							checkRowsCall(t, fmt.Sprintf("streamed one at a time %v", on), k, rows, d, classNormal, how, off,
+								seedFor(d, rows, off, 64), func(f func()) { withStreaming(true, f) })
+						}
+					}
+				}
+			}
+		}
+	}
+}
+
+// checkRowsCall runs Forward with kernel k on rows of d of class c against generic, bit for bit,
+// with guards around x and dst: out of place, in place, or with a row of the float64 path in the
+// middle (how), dst off elements past a 64-byte boundary, the kernel's call inside around (which
+// may set the memory mode). what names the case in a failure.
+func checkRowsCall(t *testing.T, what string, k kernelID, rows, d int, c valueClass, how string, off int, r *rand.Rand, around func(func())) {
+	t.Helper()
+	xg := newGuarded[float32]("x", rows*d, 0)
+	fill(xg.s, c, r)
+	if how == "a row of the float64 path" {
+		for i := range xg.s[rows/2*d : rows/2*d+d] {
+			xg.s[rows/2*d+i] *= 1e20 // finite, but the squares are not
+		}
+	}
+	w := make([]float32, d)
+	fill(w, classNormal, r)
+	want := make([]float32, rows*d)
+	forwardWith(kernelGeneric, want, xg.s, w, 1e-6)
+	got := newGuarded[float32]("dst", rows*d, off)
+	around(func() {
+		if how == "in place" {
+			copy(got.s, xg.s)
+			forwardWith(k, got.s, got.s, w, 1e-6)
+		} else {
+			forwardWith(k, got.s, xg.s, w, 1e-6)
+		}
+	})
+	got.check(t, "dst")
+	xg.check(t, "x")
+	if i := firstDiff(got.s, want); i >= 0 {
+		t.Fatalf("%s, %s, %dx%d, %s, %s, dst %d elements past 64 bytes: y[%d] = %v (%#08x), generic %v (%#08x)",
+			what, k.name(), rows, d, c.name, how, off, i, got.s[i], bitsOf(got.s[i]), want[i], bitsOf(want[i]))
+	}
+}
+
+// TestStreamsOneByOne holds streamsOneByOne, forwardRows's choice of flagRows for a streamed call
+// out of place, to the rule of streamrule.Rows: float32 rows of 64 or 128 on Zen 3, none
+// elsewhere.
+func TestStreamsOneByOne(t *testing.T) {
+	defer func(r streamrule.RowRule) { rowRule = r }(rowRule)
+	const kib, mib = 1 << 10, 1 << 20
+	zen3 := streamrule.Rows(streamrule.CPU{AMD: true, Family: 0x19, L2: 512 * kib, L3: 32 * mib})
+	xeon := streamrule.Rows(streamrule.CPU{Intel: true, Family: 6, Model: 0xcf, L2: 2 * mib, L3: 260 * mib})
+	other := streamrule.Rows(streamrule.CPU{AMD: true, Family: 0x1a, L2: 1 * mib, L3: 32 * mib})
+	for _, c := range []struct {
+		d    int
+		f    format
+		zen3 bool
+	}{
+		{64, formatF32, true},
+		{128, formatF32, true},
+		{100, formatF32, false},
+		{192, formatF32, false},
+		{256, formatF32, false},
+		{4096, formatF32, false},
+		{128, formatBF16, false},
+		{128, formatF16, false},
+	} {
+		for _, rule := range []struct {
+			name string
+			r    streamrule.RowRule
+			want bool
+		}{{"Zen 3", zen3, c.zen3}, {"Emerald Rapids", xeon, false}, {"Zen 5", other, false}} {
+			rowRule = rule.r
+			if got := streamsOneByOne(c.d, c.f); got != rule.want {
+				t.Errorf("%s: streamsOneByOne(%d, format %d) = %v, want %v", rule.name, c.d, c.f, got, rule.want)
 			}
 		}
 	}

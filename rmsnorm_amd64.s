@@ -553,7 +553,7 @@ onefloat64:
 
 rowsflag:
 	CMPL       BX, $0x00000100
-	JNE        general
+	JNE        streamflag
 	CMPQ       CX, DX
 	JAE        general
 	MOVQ       job_d+0(AX), BX
@@ -684,6 +684,157 @@ rowsscaleloop:
 	RET
 
 rowsfloat64:
+	VZEROUPPER
+	MOVQ CX, ret+24(FP)
+	RET
+
+streamflag:
+	CMPL       BX, $0x00000103
+	JNE        general
+	CMPQ       CX, DX
+	JAE        general
+	MOVQ       job_d+0(AX), BX
+	TESTQ      $0x0000003f, BX
+	JNZ        general
+	TESTQ      BX, BX
+	JZ         general
+	MOVQ       job_w+0(AX), SI
+	TESTQ      SI, SI
+	JZ         general
+	MOVQ       job_x+0(AX), DI
+	MOVQ       job_dst+0(AX), R8
+	MOVQ       job_stride+0(AX), R10
+	SHLQ       $0x02, R10
+	MOVQ       R10, R9
+	IMULQ      CX, R9
+	ADDQ       R9, DI
+	MOVQ       job_dstStride+0(AX), R11
+	SHLQ       $0x02, R11
+	MOVQ       R11, R9
+	IMULQ      CX, R9
+	ADDQ       R9, R8
+	TESTQ      $0x0000003f, R8
+	JNZ        general
+	TESTQ      $0x0000003f, R11
+	JNZ        general
+	MOVQ       job_inv+0(AX), R9
+	VMOVSS     one<>+0(SB), X4
+	VCVTSI2SSQ BX, X4, X4
+	VMOVSS     one<>+0(SB), X5
+	VDIVSS     X4, X5, X5
+
+streamrow:
+	// Sum of squares: element i goes to partial i%64; the first block sets the partials.
+	PREFETCHT0 8192(DI)
+	PREFETCHT0 8256(DI)
+	PREFETCHT0 8320(DI)
+	PREFETCHT0 8384(DI)
+	VMOVUPS    (DI), Z0
+	VMULPS     Z0, Z0, Z0
+	VMOVUPS    64(DI), Z1
+	VMULPS     Z1, Z1, Z1
+	VMOVUPS    128(DI), Z2
+	VMULPS     Z2, Z2, Z2
+	VMOVUPS    192(DI), Z3
+	VMULPS     Z3, Z3, Z3
+	MOVQ       $0x00000040, R12
+	CMPQ       R12, BX
+	JAE        streamsummed
+
+	PCALIGN $32
+streamsumloop:
+	PREFETCHT0 8192(DI)(R12*4)
+	PREFETCHT0 8256(DI)(R12*4)
+	PREFETCHT0 8320(DI)(R12*4)
+	PREFETCHT0 8384(DI)(R12*4)
+	VMOVUPS    (DI)(R12*4), Z6
+	VMULPS     Z6, Z6, Z6
+	VADDPS     Z6, Z0, Z0
+	VMOVUPS    64(DI)(R12*4), Z6
+	VMULPS     Z6, Z6, Z6
+	VADDPS     Z6, Z1, Z1
+	VMOVUPS    128(DI)(R12*4), Z6
+	VMULPS     Z6, Z6, Z6
+	VADDPS     Z6, Z2, Z2
+	VMOVUPS    192(DI)(R12*4), Z6
+	VMULPS     Z6, Z6, Z6
+	VADDPS     Z6, Z3, Z3
+	ADDQ       $0x00000040, R12
+	CMPQ       R12, BX
+	JB         streamsumloop
+
+streamsummed:
+	VADDPS     Z2, Z0, Z0
+	VADDPS     Z3, Z1, Z1
+	VADDPS     Z1, Z0, Z0
+	VSHUFF64X2 $0xee, Z0, Z0, Z1
+	VADDPS     Z1, Z0, Z0
+	VSHUFF32X4 $0x01, Z0, Z0, Z1
+	VADDPS     Z1, Z0, Z0
+	VPERMILPS  $0x4e, Z0, Z1
+	VADDPS     Z1, Z0, Z0
+	VPERMILPS  $0xb1, Z0, Z1
+	VADDPS     Z1, Z0, Z0
+
+	// t = ss/d + eps (ss*(1/d) when d is a power of two, the same bits); t outside [2^-100, MaxFloat32] returns the row for the float64 path.
+	LEAQ   -1(BX), R12
+	TESTQ  BX, R12
+	JNZ    streamdiv
+	VMULSS X5, X0, X0
+	JMP    streamdivided
+
+streamdiv:
+	VDIVSS X4, X0, X0
+
+streamdivided:
+	VADDSS   job_eps+0(AX), X0, X0
+	VUCOMISS tlo<>+0(SB), X0
+	JCS      streamfloat64
+	VUCOMISS tmax<>+0(SB), X0
+	JHI      streamfloat64
+	VSQRTSS  X0, X0, X0
+	VMOVSS   one<>+0(SB), X1
+	VDIVSS   X0, X1, X1
+
+	// Report 1/rms if asked.
+	TESTQ  R9, R9
+	JZ     streamscale
+	VMOVSS X1, (R9)(CX*4)
+
+streamscale:
+	// y = (x*inv)*w, rounded after each multiply.
+	VBROADCASTSS X1, Z0
+	XORQ         R12, R12
+
+	PCALIGN $32
+streamscaleloop:
+	VMULPS   (DI)(R12*4), Z0, Z1
+	VMULPS   64(DI)(R12*4), Z0, Z2
+	VMULPS   128(DI)(R12*4), Z0, Z3
+	VMULPS   192(DI)(R12*4), Z0, Z6
+	VMULPS   (SI)(R12*4), Z1, Z1
+	VMOVNTPS Z1, (R8)(R12*4)
+	VMULPS   64(SI)(R12*4), Z2, Z2
+	VMOVNTPS Z2, 64(R8)(R12*4)
+	VMULPS   128(SI)(R12*4), Z3, Z3
+	VMOVNTPS Z3, 128(R8)(R12*4)
+	VMULPS   192(SI)(R12*4), Z6, Z6
+	VMOVNTPS Z6, 192(R8)(R12*4)
+	ADDQ     $0x00000040, R12
+	CMPQ     R12, BX
+	JB       streamscaleloop
+	INCQ     CX
+	ADDQ     R10, DI
+	ADDQ     R11, R8
+	CMPQ     CX, DX
+	JB       streamrow
+	SFENCE
+	VZEROUPPER
+	MOVQ     CX, ret+24(FP)
+	RET
+
+streamfloat64:
+	SFENCE
 	VZEROUPPER
 	MOVQ CX, ret+24(FP)
 	RET
@@ -19095,7 +19246,7 @@ onefloat64:
 
 rowsflag:
 	CMPL       BX, $0x00000100
-	JNE        general
+	JNE        streamflag
 	CMPQ       CX, DX
 	JAE        general
 	MOVQ       job_d+0(AX), BX
@@ -19248,6 +19399,179 @@ rowsscaleloop:
 	RET
 
 rowsfloat64:
+	VZEROUPPER
+	MOVQ CX, ret+24(FP)
+	RET
+
+streamflag:
+	CMPL       BX, $0x00000103
+	JNE        general
+	CMPQ       CX, DX
+	JAE        general
+	MOVQ       job_d+0(AX), BX
+	TESTQ      $0x0000003f, BX
+	JNZ        general
+	TESTQ      BX, BX
+	JZ         general
+	MOVQ       job_w+0(AX), SI
+	TESTQ      SI, SI
+	JZ         general
+	MOVQ       job_x+0(AX), DI
+	MOVQ       job_dst+0(AX), R8
+	MOVQ       job_stride+0(AX), R10
+	SHLQ       $0x02, R10
+	MOVQ       R10, R9
+	IMULQ      CX, R9
+	ADDQ       R9, DI
+	MOVQ       job_dstStride+0(AX), R11
+	SHLQ       $0x02, R11
+	MOVQ       R11, R9
+	IMULQ      CX, R9
+	ADDQ       R9, R8
+	TESTQ      $0x0000001f, R8
+	JNZ        general
+	TESTQ      $0x0000001f, R11
+	JNZ        general
+	MOVQ       job_inv+0(AX), R9
+	VMOVSS     one<>+0(SB), X8
+	VCVTSI2SSQ BX, X8, X8
+	VMOVSS     one<>+0(SB), X9
+	VDIVSS     X8, X9, X9
+
+streamrow:
+	// Sum of squares: element i goes to partial i%64; the first block sets the partials.
+	PREFETCHT0 8192(DI)
+	PREFETCHT0 8256(DI)
+	PREFETCHT0 8320(DI)
+	PREFETCHT0 8384(DI)
+	VMOVUPS    (DI), Y0
+	VMULPS     Y0, Y0, Y0
+	VMOVUPS    32(DI), Y1
+	VMULPS     Y1, Y1, Y1
+	VMOVUPS    64(DI), Y2
+	VMULPS     Y2, Y2, Y2
+	VMOVUPS    96(DI), Y3
+	VMULPS     Y3, Y3, Y3
+	VMOVUPS    128(DI), Y4
+	VMULPS     Y4, Y4, Y4
+	VMOVUPS    160(DI), Y5
+	VMULPS     Y5, Y5, Y5
+	VMOVUPS    192(DI), Y6
+	VMULPS     Y6, Y6, Y6
+	VMOVUPS    224(DI), Y7
+	VMULPS     Y7, Y7, Y7
+	MOVQ       $0x00000040, R12
+	CMPQ       R12, BX
+	JAE        streamsummed
+
+	PCALIGN $32
+streamsumloop:
+	PREFETCHT0 8192(DI)(R12*4)
+	PREFETCHT0 8256(DI)(R12*4)
+	PREFETCHT0 8320(DI)(R12*4)
+	PREFETCHT0 8384(DI)(R12*4)
+	VMOVUPS    (DI)(R12*4), Y10
+	VMULPS     Y10, Y10, Y10
+	VADDPS     Y10, Y0, Y0
+	VMOVUPS    32(DI)(R12*4), Y10
+	VMULPS     Y10, Y10, Y10
+	VADDPS     Y10, Y1, Y1
+	VMOVUPS    64(DI)(R12*4), Y10
+	VMULPS     Y10, Y10, Y10
+	VADDPS     Y10, Y2, Y2
+	VMOVUPS    96(DI)(R12*4), Y10
+	VMULPS     Y10, Y10, Y10
+	VADDPS     Y10, Y3, Y3
+	VMOVUPS    128(DI)(R12*4), Y10
+	VMULPS     Y10, Y10, Y10
+	VADDPS     Y10, Y4, Y4
+	VMOVUPS    160(DI)(R12*4), Y10
+	VMULPS     Y10, Y10, Y10
+	VADDPS     Y10, Y5, Y5
+	VMOVUPS    192(DI)(R12*4), Y10
+	VMULPS     Y10, Y10, Y10
+	VADDPS     Y10, Y6, Y6
+	VMOVUPS    224(DI)(R12*4), Y10
+	VMULPS     Y10, Y10, Y10
+	VADDPS     Y10, Y7, Y7
+	ADDQ       $0x00000040, R12
+	CMPQ       R12, BX
+	JB         streamsumloop
+
+streamsummed:
+	VADDPS       Y4, Y0, Y0
+	VADDPS       Y5, Y1, Y1
+	VADDPS       Y6, Y2, Y2
+	VADDPS       Y7, Y3, Y3
+	VADDPS       Y2, Y0, Y0
+	VADDPS       Y3, Y1, Y1
+	VADDPS       Y1, Y0, Y0
+	VEXTRACTF128 $0x01, Y0, X1
+	VADDPS       X1, X0, X1
+	VMOVHLPS     X1, X1, X0
+	VADDPS       X0, X1, X1
+	VMOVSHDUP    X1, X0
+	VADDSS       X0, X1, X1
+
+	// t = ss/d + eps (ss*(1/d) when d is a power of two, the same bits); t outside [2^-100, MaxFloat32] returns the row for the float64 path.
+	LEAQ   -1(BX), R12
+	TESTQ  BX, R12
+	JNZ    streamdiv
+	VMULSS X9, X1, X0
+	JMP    streamdivided
+
+streamdiv:
+	VDIVSS X8, X1, X0
+
+streamdivided:
+	VADDSS   job_eps+0(AX), X0, X0
+	VUCOMISS tlo<>+0(SB), X0
+	JCS      streamfloat64
+	VUCOMISS tmax<>+0(SB), X0
+	JHI      streamfloat64
+	VSQRTSS  X0, X0, X0
+	VMOVSS   one<>+0(SB), X1
+	VDIVSS   X0, X1, X1
+
+	// Report 1/rms if asked.
+	TESTQ  R9, R9
+	JZ     streamscale
+	VMOVSS X1, (R9)(CX*4)
+
+streamscale:
+	// y = (x*inv)*w, rounded after each multiply.
+	VBROADCASTSS X1, Y0
+	XORQ         R12, R12
+
+	PCALIGN $32
+streamscaleloop:
+	VMULPS   (DI)(R12*4), Y0, Y1
+	VMULPS   32(DI)(R12*4), Y0, Y2
+	VMULPS   64(DI)(R12*4), Y0, Y3
+	VMULPS   96(DI)(R12*4), Y0, Y4
+	VMULPS   (SI)(R12*4), Y1, Y1
+	VMOVNTPS Y1, (R8)(R12*4)
+	VMULPS   32(SI)(R12*4), Y2, Y2
+	VMOVNTPS Y2, 32(R8)(R12*4)
+	VMULPS   64(SI)(R12*4), Y3, Y3
+	VMOVNTPS Y3, 64(R8)(R12*4)
+	VMULPS   96(SI)(R12*4), Y4, Y4
+	VMOVNTPS Y4, 96(R8)(R12*4)
+	ADDQ     $0x00000020, R12
+	CMPQ     R12, BX
+	JB       streamscaleloop
+	INCQ     CX
+	ADDQ     R10, DI
+	ADDQ     R11, R8
+	CMPQ     CX, DX
+	JB       streamrow
+	SFENCE
+	VZEROUPPER
+	MOVQ     CX, ret+24(FP)
+	RET
+
+streamfloat64:
+	SFENCE
 	VZEROUPPER
 	MOVQ CX, ret+24(FP)
 	RET

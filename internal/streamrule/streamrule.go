@@ -3,8 +3,8 @@
 // (non-temporal stores out of place, prefetches of the rows ahead), whether the kernels sum the
 // next float32 row inside the scale pass of the row before (Pipe; PipeAbove for RMSNorm's rows,
 // PipeMinTo16 for rows written as float16), whether the backward kernels prefetch 1 KiB
-// ahead (Ahead), and which in-cache calls of float32 rows go one row at a time through the
-// kernels' one-row path (Rows). The package uses it at init, and the bench command prints the
+// ahead (Ahead), and which calls of float32 rows, in cache or streamed, go one row at a time
+// through the kernels' one-row path (Rows). The package uses it at init, and the bench command prints the
 // streaming threshold (Bytes); nothing else of the module needs it.
 package streamrule
 
@@ -165,15 +165,19 @@ func meshXeon(c CPU) bool { return c.Intel && c.Family == 6 && (c.Model == 0x8f 
 // noise).
 func Pipe(c CPU) bool { return zen3(c) || meshXeon(c) }
 
-// RowRule says which in-cache calls of float32 rows, d a multiple of 64, the kernels normalize
-// one row at a time through their one-row path (flagRows). A call of n rows (n > 1) of at most
+// RowRule says which calls of float32 rows, d a multiple of 64, the kernels normalize one row
+// at a time through their one-row path (flagRows). An in-cache call of n rows (n > 1) of at most
 // ShortMax goes one at a time, instead of in groups of four, when n < Below or, with From set,
 // when n >= From; one of rows longer than LongAbove, which no group takes, instead of through the
 // general path one at a time, when Long is set. Rows between the two always take the groups.
-// The zero RowRule keeps every call on its usual path.
+// Streamed calls (out of place, rows from memory) of rows of at most ShortMax go one at a time
+// too when Stream is set, with the one-row path's streaming loop (non-temporal stores, the sum
+// pass prefetching far ahead) instead of the groups. The zero RowRule keeps every call on its
+// usual path.
 type RowRule struct {
 	Below, From int
 	Long        bool
+	Stream      bool
 }
 
 // ShortMax and LongAbove are the bounds of RowRule's row lengths: the rowsMax and groupMax of the
@@ -191,6 +195,10 @@ func (r RowRule) OneByOne(n, d int) bool {
 	}
 	return d <= ShortMax && (n < r.Below || (r.From > 0 && n >= r.From))
 }
+
+// Streams reports whether a streamed call of rows of d (d a multiple of 64) goes one at a time
+// under r.
+func (r RowRule) Streams(d int) bool { return r.Stream && d <= ShortMax }
 
 // Rows returns the RowRule of c. On Sapphire Rapids and Emerald Rapids, whose out-of-order window
 // (512 entries) overlaps the scalar steps of consecutive rows on its own, every call goes one at a
@@ -258,13 +266,37 @@ func (r RowRule) OneByOne(n, d int) bool {
 // so on Zen 3 they go one at a time too (Long). On Emerald Rapids such rows were measured at one
 // shape only, 16x1024 (avx512 1% and avx2 4-7% faster one at a time; bench/results), too little
 // to set Long there; on Sapphire Rapids not at all. Both keep the general path for them.
+//
+// Streamed on Zen 3 (out of place, x and dst beyond the stream threshold), rows of 64 and 128
+// gain one at a time as well, through the loop that writes dst with non-temporal stores and
+// prefetches 8 KiB ahead in its sum pass, against the groups' non-temporal stores and their
+// prefetch of the rows ahead in the scale pass. The median of the time ratios (one at a time over
+// groups) of 41 rounds alternated in one process, for Forward with Stream off and on (two runs,
+// one at 262144x64 and 131072x128) and for the avx2 function itself with the flags set by hand
+// (three or four runs):
+//
+//	             Forward       the function
+//	65536x64     0.80-0.82     0.66-0.75
+//	262144x64    0.88          0.79-0.95
+//	32768x128    0.93-0.96     0.80-0.92
+//	131072x128   0.89          0.88-0.92
+//	16384x256                  0.93-1.02 (seven runs)
+//	65536x256                  0.98-1.01
+//	8192x512                   0.95-0.99 (seven runs)
+//	32768x512                  0.97-1.06
+//
+// so streamed rows of at most 128 go one at a time there (Stream), and longer ones, no faster
+// beyond the spread, keep the groups. In place, where the rows stay in the cache and dst takes
+// ordinary stores, the same loop with ordinary stores was not faster in the median (its best
+// rounds were, its typical ones up to 1.4x slower), so those keep the groups too.
+//
 // Elsewhere every call keeps its usual path: no other CPU has been measured this way.
 func Rows(c CPU) RowRule {
 	switch {
 	case meshXeon(c):
 		return RowRule{From: 2}
 	case zen3(c):
-		return RowRule{Below: 4, From: 64, Long: true}
+		return RowRule{Below: 4, From: 64, Long: true, Stream: true}
 	}
 	return RowRule{}
 }

@@ -47,7 +47,7 @@ func TestBytes(t *testing.T) {
 		case c.above != 0: // the same CPUs as PipeAbove: Sapphire Rapids, Emerald Rapids
 			want = RowRule{From: 2}
 		case c.pipe: // Zen 3, the other CPUs of Pipe
-			want = RowRule{Below: 4, From: 64, Long: true}
+			want = RowRule{Below: 4, From: 64, Long: true, Stream: true}
 		}
 		if r := Rows(c.cpu); r != want {
 			t.Errorf("%s: Rows(%+v) = %+v; want %+v", c.name, c.cpu, r, want)
@@ -80,6 +80,27 @@ func TestRowRule(t *testing.T) {
 			if c.r.OneByOne(x.n, x.d) {
 				t.Errorf("%+v.OneByOne(%d, %d) = true, want false", c.r, x.n, x.d)
 			}
+		}
+	}
+}
+
+// TestRowRuleStreams holds Streams to its definition: streamed rows of at most ShortMax under
+// Stream, none without it.
+func TestRowRuleStreams(t *testing.T) {
+	for _, c := range []struct {
+		r    RowRule
+		d    int
+		want bool
+	}{
+		{RowRule{Stream: true}, 64, true},
+		{RowRule{Stream: true}, ShortMax, true},
+		{RowRule{Stream: true}, ShortMax + 64, false},
+		{RowRule{Stream: true}, 4096, false},
+		{RowRule{Below: 4, From: 64, Long: true}, 64, false},
+		{RowRule{}, 128, false},
+	} {
+		if got := c.r.Streams(c.d); got != c.want {
+			t.Errorf("%+v.Streams(%d) = %v, want %v", c.r, c.d, got, c.want)
 		}
 	}
 }

@@ -365,11 +365,14 @@ const (
 	// cache, prefetches the next row's x and dy when dx goes out with non-temporal stores (FlagNT),
 	// where the hardware prefetchers alone leave memory idle part of the time.
 	FlagAhead = 128
-	// FlagRows (float32 rows into float32 rows, in cache, d a multiple of 64, a plain weight, no
-	// residual, for the calls streamrule.Rows picks: rows of at most RowsMax, or longer than
-	// GroupMax): the functions with the one-row path run every row of the call through it, one
-	// at a time, instead of in groups of four or through the general path. The bits are the same
-	// either way; the Go side sets it alone, without other flags.
+	// FlagRows (float32 rows into float32 rows, d a multiple of 64, a plain weight, no
+	// residual, for the calls streamrule.Rows picks: in cache, rows of at most RowsMax, or longer
+	// than GroupMax; streamed out of place, rows of at most RowsMax): the functions with the
+	// one-row path run every row of the call through it, one at a time, instead of in groups of
+	// four or through the general path. The bits are the same either way. The Go side sets it
+	// alone for rows in cache, and with FlagNT and FlagPF (nothing else) for streamed rows, which
+	// the loop then writes with non-temporal stores, prefetching ahead in its sum pass; a
+	// streamed call whose dst rows are not aligned to the vector takes the general path.
 	FlagRows = 256
 )
 
@@ -403,7 +406,7 @@ func GoSpec(header string) string {
 	fmt.Fprintf(&b, "\tflagCenter = %d // Layer variants: subtract the row's mean (Norm.Center)\n", FlagCenter)
 	fmt.Fprintf(&b, "\tflagPipe = %d // streaming of float32 rows (AVX2: into float32 or float16; AVX-512: into float32): the scale pass of a row sums the next row's squares (LayerNorm: its elements)\n", FlagPipe)
 	fmt.Fprintf(&b, "\tflagAhead = %d // backward streaming: the sum passes prefetch 1 KiB ahead, the dx pass (with flagNT) the next row\n", FlagAhead)
-	fmt.Fprintf(&b, "\tflagRows = %d // in-cache float32 rows of at most rowsMax or above groupMax, one at a time through the one-row path (streamrule.Rows)\n", FlagRows)
+	fmt.Fprintf(&b, "\tflagRows = %d // float32 rows one at a time through the one-row path (streamrule.Rows): in cache, of at most rowsMax or above groupMax; streamed (with flagNT and flagPF alone), of at most rowsMax\n", FlagRows)
 	b.WriteString(")\n\n")
 	fmt.Fprintf(&b, "// gradBlock is the number of rows summed into one partial sum of the weight gradient.\nconst gradBlock = %d\n\n", GradBlock)
 	fmt.Fprintf(&b, "// groupMax is the longest row the kernels normalize four at a time.\nconst groupMax = %d\n\n", GroupMax)

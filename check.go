@@ -75,6 +75,16 @@ func streamsOneByOne(d int, f format) bool {
 	return f == formatF32 && d%64 == 0 && rowRule.Streams(d)
 }
 
+// setStreamFlags sets the flags of forwardRows's job when its rows could fill the cache: the
+// memory flags (setMemoryFlags), and flagRows for the streamed calls out of place that go one row
+// at a time through the one-row path (streamsOneByOne), which then has flagNT and flagPF too.
+func (j *job) setStreamFlags() {
+	j.setMemoryFlags()
+	if j.flags&flagNT != 0 && streamsOneByOne(j.d, j.format) {
+		j.flags |= flagRows
+	}
+}
+
 // forwardRows validates a Forward call and runs it with kernel k: the rows of x (len(w) long each),
 // stored in format f, into dst. As in applyRows, the streaming decision runs only for rows that
 // could fill the cache, and the kernel is called directly. Norm.Forward and Norm.Apply call it
@@ -108,10 +118,7 @@ func forwardRows[T elem](nm *names, f format, dst, x []T, w []float32, eps float
 	var j job
 	j.init(ptr(dst), ptr(x), ptr(w), d, d, d, eps, 0, uint32(k)*numEntries+uint32(v), weighted, f, v, nil, nil, nil, nil, rows)
 	if 2*nb >= uintptr(streamBytes) { // x and dst could fill the cache
-		j.setMemoryFlags()
-		if j.flags&flagNT != 0 && streamsOneByOne(d, f) {
-			j.flags |= flagRows
-		}
+		j.setStreamFlags()
 	} else if oneByOne(rows, d, f) {
 		j.flags |= flagRows
 	}

@@ -5,6 +5,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"testing"
+	"unsafe"
 
 	"github.com/gosimd/rmsnorm/internal/streamrule"
 )
@@ -25,7 +26,7 @@ var oneRowDims = []int{
 // return to Go for the float64 path), with Inv, and as row r of a job of three rows, from = r,
 // to = r+1, as Workers and the float64 path's restart call it, with strides of x and dst of their
 // own; and with flagRows, which runs every row of a call through that path (streamrule.Rows),
-// over [r, 3). The matrix tests cover the other forms; TestRowsOneByOne, Forward both ways.
+// alone and with flagNT and flagPF (the streamed loop), over [r, 3). The matrix tests cover the other forms; TestRowsOneByOne, Forward both ways.
 func TestOneRowMatchesGeneric(t *testing.T) {
 	const rows = 3
 	// Strides of x and of dst, in elements past d: the rows back to back, then apart, each
@@ -57,8 +58,10 @@ func TestOneRowMatchesGeneric(t *testing.T) {
 					}
 
 					// Row r of three, alone, with Inv; and with flagRows (the rows one at a time of
-					// streamrule.Rows), the rows [from, 3), the empty range among them.
-					for _, fl := range []uint32{0, flagRows} {
+					// streamrule.Rows), in cache and streamed (with flagNT and flagPF: dst starts on
+					// 64 bytes, and its rows stay aligned to the vector where dstStride keeps them),
+					// the rows [from, 3), the empty range among them.
+					for _, fl := range []uint32{0, flagRows, flagRows | flagNT | flagPF} {
 						for from := range rows + 1 {
 							to := from + 1
 							if fl != 0 {
@@ -82,11 +85,16 @@ func TestOneRowMatchesGeneric(t *testing.T) {
 
 // runRows runs kernel k on rows [from, to) of the rows x (rows rows of d, stride apart), as a job
 // of all of them with dst rows dstStride apart and flags fl, whose call covers [from, to), and
-// returns those rows of dst followed by their inv. Every other element of dst and inv holds NaN,
-// and the test fails if the call changed one.
+// returns those rows of dst followed by their inv. dst starts on a 64-byte boundary (the
+// alignment the streamed loop of the one-row path needs for AVX-512). Every other element of dst
+// and inv holds NaN, and the test fails if the call changed one.
 func runRows(t *testing.T, k kernelID, x, w []float32, d, stride, dstStride, rows, from, to int, fl uint32, eps float32) []float32 {
 	t.Helper()
-	dst, inv := make([]float32, rows*dstStride), make([]float32, rows)
+	dst, inv := make([]float32, rows*dstStride+16), make([]float32, rows)
+	for uintptr(unsafe.Pointer(&dst[0]))%64 != 0 {
+		dst = dst[1:]
+	}
+	dst = dst[:rows*dstStride]
 	for i := range dst {
 		dst[i] = float32(math.NaN())
 	}
@@ -274,37 +282,48 @@ func checkRowsCall(t *testing.T, what string, k kernelID, rows, d int, c valueCl
 	}
 }
 
-// TestStreamsOneByOne holds streamsOneByOne, forwardRows's choice of flagRows for a streamed call
-// out of place, to the rule of streamrule.Rows: float32 rows of 64 or 128 on Zen 3, none
-// elsewhere.
-func TestStreamsOneByOne(t *testing.T) {
-	defer func(r streamrule.RowRule) { rowRule = r }(rowRule)
+// TestStreamFlags holds the flags forwardRows gives a streamed call (setStreamFlags) to the rule
+// of streamrule.Rows: flagRows with flagNT and flagPF, exactly, for float32 rows of 64 or 128 out
+// of place on Zen 3; the memory flags alone for every other call, and on the other CPUs.
+func TestStreamFlags(t *testing.T) {
+	saved, savedPipe, savedRule := streamBytes, pipeRows, rowRule
+	defer func() { streamBytes, pipeRows, rowRule = saved, savedPipe, savedRule }()
+	streamBytes, pipeRows = 0, false
 	const kib, mib = 1 << 10, 1 << 20
 	zen3 := streamrule.Rows(streamrule.CPU{AMD: true, Family: 0x19, L2: 512 * kib, L3: 32 * mib})
 	xeon := streamrule.Rows(streamrule.CPU{Intel: true, Family: 6, Model: 0xcf, L2: 2 * mib, L3: 260 * mib})
 	other := streamrule.Rows(streamrule.CPU{AMD: true, Family: 0x1a, L2: 1 * mib, L3: 32 * mib})
+	const rows, streamed, inPlace = 64, flagNT | flagPF, flagPF
 	for _, c := range []struct {
-		d    int
-		f    format
-		zen3 bool
+		d       int
+		f       format
+		inPlace bool
+		zen3    uint32 // the flags on Zen 3; elsewhere those without flagRows
 	}{
-		{64, formatF32, true},
-		{128, formatF32, true},
-		{100, formatF32, false},
-		{192, formatF32, false},
-		{256, formatF32, false},
-		{4096, formatF32, false},
-		{128, formatBF16, false},
-		{128, formatF16, false},
+		{64, formatF32, false, flagRows | streamed},
+		{128, formatF32, false, flagRows | streamed},
+		{128, formatF32, true, inPlace},
+		{100, formatF32, false, streamed},
+		{192, formatF32, false, streamed},
+		{256, formatF32, false, streamed},
+		{4096, formatF32, false, streamed},
+		{128, formatBF16, false, streamed},
+		{128, formatF16, false, streamed},
 	} {
+		x, dst := make([]float32, rows*c.d), make([]float32, rows*c.d)
 		for _, rule := range []struct {
 			name string
 			r    streamrule.RowRule
-			want bool
-		}{{"Zen 3", zen3, c.zen3}, {"Emerald Rapids", xeon, false}, {"Zen 5", other, false}} {
+			want uint32
+		}{{"Zen 3", zen3, c.zen3}, {"Emerald Rapids", xeon, c.zen3 &^ flagRows}, {"Zen 5", other, c.zen3 &^ flagRows}} {
 			rowRule = rule.r
-			if got := streamsOneByOne(c.d, c.f); got != rule.want {
-				t.Errorf("%s: streamsOneByOne(%d, format %d) = %v, want %v", rule.name, c.d, c.f, got, rule.want)
+			j := job{dst: ptr(dst), x: ptr(x), d: c.d, stride: c.d, dstStride: c.d, rows: rows, format: c.f}
+			if c.inPlace {
+				j.dst = j.x
+			}
+			j.setStreamFlags()
+			if j.flags != rule.want {
+				t.Errorf("%s: %dx%d, format %d, in place %v: flags %#x, want %#x", rule.name, rows, c.d, c.f, c.inPlace, j.flags, rule.want)
 			}
 		}
 	}

@@ -417,7 +417,7 @@ TEXT ·avx512Forward(SB), NOSPLIT, $384-32
 	// It stops before the first row that needs the float64 path and returns that row's index, or to.
 	MOVQ j+0(FP), AX
 
-	// One row (or, with flagRows alone, every row of the call), d a multiple of 64, a plain weight, no residual: the short path.
+	// One row (or, with flagRows, every row of the call: alone in cache, with flagNT and flagPF streamed), d a multiple of 64, a plain weight, no residual: the short path.
 	MOVQ       from+8(FP), CX
 	MOVQ       to+16(FP), DX
 	CMPQ       job_res+0(AX), $0x00
@@ -19088,7 +19088,7 @@ TEXT ·avx2Forward(SB), NOSPLIT, $720-32
 	// It stops before the first row that needs the float64 path and returns that row's index, or to.
 	MOVQ j+0(FP), AX
 
-	// One row (or, with flagRows alone, every row of the call), d a multiple of 64, a plain weight, no residual: the short path.
+	// One row (or, with flagRows, every row of the call: alone in cache, with flagNT and flagPF streamed), d a multiple of 64, a plain weight, no residual: the short path.
 	MOVQ       from+8(FP), CX
 	MOVQ       to+16(FP), DX
 	CMPQ       job_res+0(AX), $0x00

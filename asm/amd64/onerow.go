@@ -31,7 +31,7 @@ func (g *gen) hasOneRow() bool {
 // 13.9; Forward on the AVX2 function went from 29.1 to 25.2 ns, and from 385 to 368 at 1x4096
 // (bench/results/intel-emerald-rapids.txt).
 func (g *gen) oneRow(general string) {
-	Comment("One row (or, with flagRows alone, every row of the call), d a multiple of 64, a plain weight, no residual: the short path.")
+	Comment("One row (or, with flagRows, every row of the call: alone in cache, with flagNT and flagPF streamed), d a multiple of 64, a plain weight, no residual: the short path.")
 	from := Load(Param("from"), GP64()).(GPVirtual)
 	to := GP64()
 	MOVQ(g.to(), to)

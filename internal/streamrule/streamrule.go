@@ -201,8 +201,8 @@ func (r RowRule) OneByOne(n, d int) bool {
 func (r RowRule) Streams(d int) bool { return r.Stream && d <= ShortMax }
 
 // Rows returns the RowRule of c. On Sapphire Rapids and Emerald Rapids, whose out-of-order window
-// (512 entries) overlaps the scalar steps of consecutive rows on its own, every call goes one at a
-// time (From 2). Measured on the Emerald Rapids above, Forward, groups (rows at most 512 long,
+// (512 entries) overlaps the scalar steps of consecutive rows on its own, every in-cache call goes
+// one at a time (From 2). Measured on the Emerald Rapids above, Forward, groups (rows at most 512 long,
 // four at a time) and rows one at a time in binaries run in turn, twice, each alternating the
 // avx512 and avx2 kernels in one process, min ns per row:
 //

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"math"
 	"testing"
+
+	"github.com/gosimd/rmsnorm/internal/streamrule"
 )
 
 // fuzzInput turns fuzzer bytes into a Forward call. The first byte picks how the values are
@@ -46,14 +48,18 @@ func fuzzInput(d16 uint16, rows8 uint8, epsBits uint32, data []byte) (x, w []flo
 }
 
 // addForwardSeeds adds the seeds of FuzzForward and FuzzForwardBF16, whose inputs have the same
-// shape: one row, a group and a tail, 4096 with Inf-like bits, and a row of 65.
+// shape: one row, a group and a tail, 4096 with Inf-like bits, a row of 65, and five rows of 64
+// with raw bits (the one-row path, in cache and streamed).
 func addForwardSeeds(f *testing.F) {
 	f.Add(uint16(1), uint8(0), math.Float32bits(1e-6), []byte{0, 0, 0, 64, 64, 0, 0, 128, 64})
 	f.Add(uint16(127), uint8(2), math.Float32bits(1e-5), []byte{0, 1, 2, 3, 4, 5, 6, 7, 8})
 	f.Add(uint16(4096), uint8(1), uint32(0), []byte{1, 0xff, 0xff, 0x7f, 0x7f, 0, 0, 0x80, 0x7f})
 	f.Add(uint16(65), uint8(3), uint32(0), []byte{1, 1, 0, 0, 0, 0, 0, 0, 0x80})
+	f.Add(uint16(63), uint8(4), uint32(0), []byte{1, 0, 0, 0x80, 0x3f, 0, 0, 0x80, 0x1f, 1, 0, 0, 0})
 }
 
+// FuzzForward runs Forward on the fuzzer's rows, every kernel against generic: out of place, in
+// place, and streamed (streamRows: rows of 64 and 128 through the one-row path's streamed loop).
 func FuzzForward(f *testing.F) {
 	addForwardSeeds(f)
 	f.Fuzz(func(t *testing.T, d16 uint16, rows8 uint8, epsBits uint32, data []byte) {
@@ -71,8 +77,22 @@ func FuzzForward(f *testing.F) {
 			if i := firstDiff(inPlace, want); i >= 0 {
 				t.Fatalf("%s d=%d eps=%g in place: y[%d] = %v, generic gives %v", k, len(w), eps, i, inPlace[i], want[i])
 			}
+			streamed := make([]float32, len(x))
+			streamRows(func() { forwardWith(k, streamed, x, w, eps) })
+			if i := firstDiff(streamed, want); i >= 0 {
+				t.Fatalf("%s d=%d eps=%g streamed: y[%d] = %v, generic gives %v", k, len(w), eps, i, streamed[i], want[i])
+			}
 		}
 	})
+}
+
+// streamRows runs f with the memory flags of rows from memory forced on (withStreaming) and the
+// rule that sends streamed rows of 64 and 128 one at a time through the one-row path
+// (RowRule.Stream), whatever the CPU.
+func streamRows(f func()) {
+	defer func(r streamrule.RowRule) { rowRule = r }(rowRule)
+	rowRule = streamrule.RowRule{Stream: true}
+	withStreaming(true, f)
 }
 
 // FuzzApply drives every variant of Norm.Apply: the flags byte picks the weight form, the

@@ -310,13 +310,14 @@ func flagTesters(t *testing.T, flag int) []string {
 }
 
 // TestAsmPipe holds the functions that test flagPipe to those pipeKernel names: the float32
-// forward functions of avx2 and avx512 (RMSNorm's and LayerNorm's) and avx2's ApplyToF16 ones.
+// forward functions of avx2 and avx512 (RMSNorm's and LayerNorm's) and avx2's ApplyToF16 and
+// ApplyF16 ones.
 // The pipe gives the bits of the loops without it, so no other test notices a function that
 // lost it, or one that tests the flag without having it.
 func TestAsmPipe(t *testing.T) {
 	var want []string
 	for _, k := range []kernelID{kernelAVX2, kernelAVX512} {
-		for f, suffix := range map[format]string{formatF32: "", formatToF16: "ToF16", formatBF16: "BF16", formatToBF16: "ToBF16"} {
+		for f, suffix := range map[format]string{formatF32: "", formatToF16: "ToF16", formatBF16: "BF16", formatToBF16: "ToBF16", formatF16: "F16"} {
 			if pipeKernel(k, f) {
 				want = append(want, k.name()+"Forward"+suffix, k.name()+"ForwardLayer"+suffix)
 			}

@@ -36,8 +36,9 @@ import "github.com/gosimd/rmsnorm/internal/streamrule"
 //   - rows far apart (a stride) defeat the hardware prefetchers, so they are prefetched too;
 //   - on Zen 3, streamed float32 rows (out of place) also take the AVX2 kernel's pipe (pipes):
 //     into float32 rows, and into float16 ones (without RoundNormalized) when they are longer
-//     than streamrule.PipeMinTo16; on Sapphire Rapids and Emerald Rapids the AVX-512 kernel's,
-//     float32 rows into float32, RMSNorm's longer than pipeAbove.
+//     than streamrule.PipeMinTo16; so do float16 rows into float16 ones (without
+//     RoundNormalized); on Sapphire Rapids and Emerald Rapids the AVX-512 kernel's, float32 rows
+//     into float32, RMSNorm's longer than pipeAbove.
 //
 // The generic kernel ignores flagNT and flagPipe, and for flagPF reads a float32 row without a
 // residual once in order before summing it (touchRow).
@@ -62,8 +63,9 @@ func (j *job) setMemoryFlags() {
 // AVX-512 functions pipe the rows whose dst is 64-byte aligned and take the others without it),
 // no residual. The float32 functions have the pipe, LayerNorm's (for a Norm with Center) and
 // RMSNorm's for rows longer than pipeAbove, and so do the AVX2 ApplyToF16 ones (without
-// RoundNormalized) for rows longer than streamrule.PipeMinTo16 as well; the others ignore the
-// flag.
+// RoundNormalized) for rows longer than streamrule.PipeMinTo16 as well, and the AVX2 ApplyF16
+// ones (float16 rows in and out, without RoundNormalized); the others (bfloat16 rows, AVX-512's
+// 16-bit rows) ignore the flag.
 func (j *job) pipes() bool {
 	return j.res == nil && j.d%64 == 0 && j.d > groupMax && uintptr(j.dst)%32 == 0 &&
 		uintptr(j.dstStride)*j.format.out().size()%32 == 0 &&

@@ -16,6 +16,29 @@ import (
 // (not piped). ApplyToBF16, which has no pipe, runs on the same calls: the flag must change
 // nothing there either.
 func TestPipeTo16(t *testing.T) {
+	piped := map[kernelID]int{}
+	for _, f := range []format{formatToF16, formatToBF16} {
+		checkPipe16[float32](t, f, piped)
+	}
+	requirePiped(t, formatToF16, piped)
+}
+
+// TestPipe16 is TestPipeTo16 for float16 rows in and out (ApplyF16), whose avx2 function pipes
+// as well: the loop widens the next row's halves as it sums them. ApplyBF16, which has no pipe,
+// runs on the same calls.
+func TestPipe16(t *testing.T) {
+	piped := map[kernelID]int{}
+	for _, f := range []format{formatF16, formatBF16} {
+		checkPipe16[uint16](t, f, piped)
+	}
+	requirePiped(t, formatF16, piped)
+}
+
+// checkPipe16 runs the calls of TestPipeTo16 in format f, rows of T (float32, or 16-bit rows of
+// the format, rounded from the same values) into 16-bit rows, on every kernel against generic,
+// pipe on and off, and counts in piped the calls that could take the pipe.
+func checkPipe16[T elem](t *testing.T, f format, piped map[kernelID]int) {
+	t.Helper()
 	var shapes []pipeShape
 	for _, d := range []int{576, 1024, 2112, 4096, 600, 512} {
 		for _, rows := range []int{1, 2, 3, 7} {
@@ -27,80 +50,99 @@ func TestPipeTo16(t *testing.T) {
 			)
 		}
 	}
-	piped := map[kernelID]int{}
 	for _, k := range testKernels() {
-		for _, f := range []format{formatToF16, formatToBF16} {
-			for _, sh := range shapes {
-				for _, form := range []string{"weighted", "offset", "noweight", "rn", "layer", "layerNoBias", "biasOnly"} {
-					for _, f64Row := range []int{-1, 1} {
-						if f64Row >= sh.rows {
-							continue
+		for _, sh := range shapes {
+			for _, form := range []string{"weighted", "offset", "noweight", "rn", "layer", "layerNoBias", "biasOnly"} {
+				for _, f64Row := range []int{-1, 1} {
+					if f64Row >= sh.rows {
+						continue
+					}
+					name := fmt.Sprintf("%s/%s/%v/%s/f64row=%d", k.name(), fnameAll(f), sh, form, f64Row)
+					stride, dstStride := sh.strides()
+					x32, eps := sh.input(f64Row)
+					x32 = x32[:(sh.rows-1)*stride+sh.d]
+					n := Norm{Eps: eps, Dim: sh.d}
+					switch form {
+					case "weighted":
+						n.Weight = normalRows(sh.d, 1, 7)
+					case "offset":
+						n.Weight, n.UnitOffset = normalRows(sh.d, 1, 8), true
+					case "rn":
+						n.Weight, n.RoundNormalized = normalRows(sh.d, 1, 9), true
+					case "layer": // LayerNorm: piped too, its loop subtracting the mean and adding the bias
+						n.Weight, n.Bias, n.Center = normalRows(sh.d, 1, 10), normalRows(sh.d, 1, 11), true
+					case "layerNoBias":
+						n.Weight, n.Center = normalRows(sh.d, 1, 12), true
+					case "biasOnly": // a bias without Center: the Layer function, never piped
+						n.Weight, n.Bias = normalRows(sh.d, 1, 13), normalRows(sh.d, 1, 14)
+					}
+					if n.Center {
+						for i := range x32 {
+							x32[i] += 3 // a mean to subtract
 						}
-						name := fmt.Sprintf("%s/%s/%v/%s/f64row=%d", k.name(), fname(f), sh, form, f64Row)
-						stride, dstStride := sh.strides()
-						x, eps := sh.input(f64Row)
-						x = x[:(sh.rows-1)*stride+sh.d]
-						n := Norm{Eps: eps, Dim: sh.d}
-						switch form {
-						case "weighted":
-							n.Weight = normalRows(sh.d, 1, 7)
-						case "offset":
-							n.Weight, n.UnitOffset = normalRows(sh.d, 1, 8), true
-						case "rn":
-							n.Weight, n.RoundNormalized = normalRows(sh.d, 1, 9), true
-						case "layer": // LayerNorm: piped too, its loop subtracting the mean and adding the bias
-							n.Weight, n.Bias, n.Center = normalRows(sh.d, 1, 10), normalRows(sh.d, 1, 11), true
-						case "layerNoBias":
-							n.Weight, n.Center = normalRows(sh.d, 1, 12), true
-						case "biasOnly": // a bias without Center: the Layer function, never piped
-							n.Weight, n.Bias = normalRows(sh.d, 1, 13), normalRows(sh.d, 1, 14)
-						}
-						if n.Center {
-							for i := range x {
-								x[i] += 3 // a mean to subtract
-							}
-						}
-						span := (sh.rows-1)*dstStride + sh.d
-						want, wantAll := aligned32[uint16](span, sh.pre)
-						wantInv := make([]float32, sh.rows)
-						applyKernel(kernelGeneric, &n, f, &rowsOf[uint16, float32]{Dst: want, X: x, N: sh.rows, Stride: stride, DstStride: dstStride, Inv: wantInv})
-						for _, pipe := range []bool{false, true} {
-							got, gotAll := aligned32[uint16](span, sh.pre)
-							gotInv := make([]float32, sh.rows)
-							withStreaming(true, func() {
-								pipeRows = pipe
-								if pipe && sh.rows > 1 && f == formatToF16 && !n.RoundNormalized && (n.Bias == nil || n.Center) && k == kernelAVX2 {
-									j := job{dst: unsafe.Pointer(&got[0]), d: sh.d, dstStride: dstStride, format: f}
-									if j.pipes() {
-										piped[k]++
-									}
-								}
-								applyKernel(k, &n, f, &rowsOf[uint16, float32]{Dst: got, X: x, N: sh.rows, Stride: stride, DstStride: dstStride, Inv: gotInv})
-							})
-							for i := range wantAll {
-								if gotAll[i] != wantAll[i] {
-									t.Fatalf("%s pipe=%v: element %d of dst's buffer (guards included) = %#04x, want %#04x",
-										name, pipe, i, gotAll[i], wantAll[i])
+					}
+					x := rowsIn[T](f, x32)
+					span := (sh.rows-1)*dstStride + sh.d
+					want, wantAll := aligned32[uint16](span, sh.pre)
+					wantInv := make([]float32, sh.rows)
+					applyKernel(kernelGeneric, &n, f, &rowsOf[uint16, T]{Dst: want, X: x, N: sh.rows, Stride: stride, DstStride: dstStride, Inv: wantInv})
+					for _, pipe := range []bool{false, true} {
+						got, gotAll := aligned32[uint16](span, sh.pre)
+						gotInv := make([]float32, sh.rows)
+						withStreaming(true, func() {
+							pipeRows = pipe
+							if pipe && sh.rows > 1 && pipeKernel(k, f) && !n.RoundNormalized && (n.Bias == nil || n.Center) {
+								j := job{dst: unsafe.Pointer(&got[0]), d: sh.d, dstStride: dstStride, format: f}
+								if j.pipes() {
+									piped[k]++
 								}
 							}
-							if i := firstDiff(gotInv, wantInv); i >= 0 {
-								t.Fatalf("%s pipe=%v: Inv[%d] = %v, want %v", name, pipe, i, gotInv[i], wantInv[i])
+							applyKernel(k, &n, f, &rowsOf[uint16, T]{Dst: got, X: x, N: sh.rows, Stride: stride, DstStride: dstStride, Inv: gotInv})
+						})
+						for i := range wantAll {
+							if gotAll[i] != wantAll[i] {
+								t.Fatalf("%s pipe=%v: element %d of dst's buffer (guards included) = %#04x, want %#04x",
+									name, pipe, i, gotAll[i], wantAll[i])
 							}
+						}
+						if i := firstDiff(gotInv, wantInv); i >= 0 {
+							t.Fatalf("%s pipe=%v: Inv[%d] = %v, want %v", name, pipe, i, gotInv[i], wantInv[i])
 						}
 					}
 				}
 			}
 		}
 	}
-	requirePiped(t, formatToF16, piped)
 }
 
-// TestGuardPagesPipeTo16 is TestGuardPagesPipe for ApplyToF16, RMSNorm and LayerNorm: streamed
-// rows long enough for the pipe, x, the weight and dst against a guard page at their end and at
-// their start, give
-// generic's bits without touching the guard pages (the pipe reads the next row while it writes
-// this one, and a row's halves are written two vectors at a time).
+// rowsIn returns the rows x32 as rows of T: themselves for float32, else rounded to the 16-bit
+// format f holds its rows in.
+func rowsIn[T elem](f format, x32 []float32) []T {
+	if xs, ok := any(x32).([]T); ok {
+		return xs
+	}
+	x := make([]uint16, len(x32))
+	if f == formatBF16 {
+		Float32ToBF16(x, x32)
+	} else {
+		Float32ToF16(x, x32)
+	}
+	return any(x).([]T)
+}
+
+// TestGuardPagesPipeTo16 is TestGuardPagesPipe for ApplyToF16 and ApplyF16 (float32 or float16
+// rows into float16 ones), RMSNorm and LayerNorm: streamed rows long enough for the pipe, x, the
+// weight and dst against a guard page at their end and at their start, give generic's bits
+// without touching the guard pages (the pipe reads the next row while it writes this one, and a
+// row's halves are written two vectors at a time).
 func TestGuardPagesPipeTo16(t *testing.T) {
+	guardPagesPipe16[float32](t, formatToF16)
+	guardPagesPipe16[uint16](t, formatF16)
+}
+
+// guardPagesPipe16 runs TestGuardPagesPipeTo16's calls in format f, rows of T into float16 rows.
+func guardPagesPipe16[T elem](t *testing.T, f format) {
+	t.Helper()
 	const maxRows = 4
 	dims := []int{2112, 4096}
 	maxFloats := dims[len(dims)-1] * maxRows
@@ -109,15 +151,15 @@ func TestGuardPagesPipeTo16(t *testing.T) {
 		for _, d := range dims {
 			for rows := 2; rows <= maxRows; rows++ {
 				for _, layer := range []bool{false, true} {
-					x := normalRows(d, rows, 34)
+					x := rowsIn[T](f, normalRows(d, rows, 34))
 					n := Norm{Eps: 1e-6, Weight: normalRows(d, 1, 35)}
 					if layer {
 						n.Center, n.Bias = true, normalRows(d, 1, 36)
 					}
 					want := make([]uint16, len(x))
-					applyKernel(kernelGeneric, &n, formatToF16, &rowsOf[uint16, float32]{Dst: want, X: x})
+					applyKernel(kernelGeneric, &n, f, &rowsOf[uint16, T]{Dst: want, X: x})
 					for _, atEnd := range []bool{true, false} {
-						gx, gw, gd := rx.slice(len(x), atEnd), rw.slice(d, atEnd), regionSlice[uint16](rd, len(x), atEnd)
+						gx, gw, gd := regionSlice[T](rx, len(x), atEnd), rw.slice(d, atEnd), regionSlice[uint16](rd, len(x), atEnd)
 						copy(gx, x)
 						copy(gw, n.Weight)
 						gn := Norm{Eps: n.Eps, Weight: gw, Center: n.Center, Bias: n.Bias}
@@ -125,15 +167,15 @@ func TestGuardPagesPipeTo16(t *testing.T) {
 						withStreaming(true, func() {
 							pipeRows = true
 							faulted = faults(func() {
-								applyKernel(k, &gn, formatToF16, &rowsOf[uint16, float32]{Dst: gd, X: gx})
+								applyKernel(k, &gn, f, &rowsOf[uint16, T]{Dst: gd, X: gx})
 							})
 						})
 						if faulted {
-							t.Fatalf("%s d=%d rows=%d layer=%v atEnd=%v: the kernel touched a guard page", k.name(), d, rows, layer, atEnd)
+							t.Fatalf("%s %s d=%d rows=%d layer=%v atEnd=%v: the kernel touched a guard page", k.name(), fnameAll(f), d, rows, layer, atEnd)
 						}
 						for i := range want {
 							if gd[i] != want[i] {
-								t.Fatalf("%s d=%d rows=%d layer=%v atEnd=%v: y[%d] = %#04x, generic gives %#04x", k.name(), d, rows, layer, atEnd, i, gd[i], want[i])
+								t.Fatalf("%s %s d=%d rows=%d layer=%v atEnd=%v: y[%d] = %#04x, generic gives %#04x", k.name(), fnameAll(f), d, rows, layer, atEnd, i, gd[i], want[i])
 							}
 						}
 					}

@@ -82,8 +82,8 @@ func (sh pipeShape) String() string {
 // TestPipeFlag checks which streamed jobs setMemoryFlags sends through the pipe: float32 rows out
 // of place without a residual, d a multiple of 64 above groupMax, dst and its stride aligned to
 // 32 bytes, on a CPU that pipes (pipeRows), and no others; float32 rows into float16 alike when d
-// is above streamrule.PipeMinTo16 too; RMSNorm's rows only when d is above pipeAbove, LayerNorm's
-// (Center) whatever it is.
+// is above streamrule.PipeMinTo16 too, and float16 rows into float16 whatever d is above
+// groupMax; RMSNorm's rows only when d is above pipeAbove, LayerNorm's (Center) whatever it is.
 func TestPipeFlag(t *testing.T) {
 	saved, savedPipe, savedAbove := streamBytes, pipeRows, pipeAbove
 	defer func() { streamBytes, pipeRows, pipeAbove = saved, savedPipe, savedAbove }()
@@ -94,6 +94,7 @@ func TestPipeFlag(t *testing.T) {
 		inPlace, residual   bool
 		small, noPipe       bool
 		toF16               bool // ApplyToF16's rows: dst holds halves
+		f16                 bool // ApplyF16's rows: x and dst hold halves
 		above               int  // pipeAbove
 		center              bool // LayerNorm's rows (flagCenter)
 		want                bool
@@ -124,6 +125,13 @@ func TestPipeFlag(t *testing.T) {
 		{name: "to float16, d=4096, above 4096", d: 4096, above: 4096, toF16: true},
 		{name: "to float16, LayerNorm, d=4096, above 4096", d: 4096, above: 4096, toF16: true, center: true, want: true},
 		{name: "to float16, LayerNorm, d=2048", d: 2048, toF16: true, center: true},
+		{name: "float16, d=576", d: 576, f16: true, want: true},
+		{name: "float16, d=2048", d: 2048, f16: true, want: true},
+		{name: "float16, DstStride a multiple of 8 only", d: 4096, dstStride: 4104, f16: true},
+		{name: "float16, DstStride a multiple of 16", d: 4096, dstStride: 4112, f16: true, want: true},
+		{name: "float16, residual", d: 4096, residual: true, f16: true},
+		{name: "float16, d=4096, above 4096", d: 4096, above: 4096, f16: true},
+		{name: "float16, LayerNorm, d=576, above 4096", d: 576, above: 4096, f16: true, center: true, want: true},
 	} {
 		ds := c.dstStride
 		if ds == 0 {
@@ -135,6 +143,9 @@ func TestPipeFlag(t *testing.T) {
 		j := job{dst: ptr(dst), x: ptr(x), d: c.d, stride: c.d, dstStride: ds, rows: rows, format: formatF32}
 		if c.toF16 {
 			j.format = formatToF16
+		}
+		if c.f16 {
+			j.format = formatF16
 		}
 		if c.inPlace {
 			j.dst = j.x
@@ -235,12 +246,12 @@ func streamPiped(k kernelID, pipe, eligible bool, d, dstStride int, dst []float3
 	return could
 }
 
-// pipeKernel reports whether kernel k's functions for format f have the pipe: avx2's float32
-// and float16-out ones, avx512's float32 ones (see pipes in the generator).
+// pipeKernel reports whether kernel k's functions for format f have the pipe: avx2's float32,
+// float16-out and float16 ones, avx512's float32 ones (see pipes in the generator).
 func pipeKernel(k kernelID, f format) bool {
 	switch k {
 	case kernelAVX2:
-		return f == formatF32 || f == formatToF16
+		return f == formatF32 || f == formatToF16 || f == formatF16
 	case kernelAVX512, kernelAVX512BF16:
 		return f == formatF32
 	}

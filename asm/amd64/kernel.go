@@ -1443,13 +1443,14 @@ func (g *gen) partialOut(src, i, n GPVirtual, invv, one VecVirtual) {
 }
 
 // pipes reports whether the function has the pipe (FlagPipe): float32 rows in and out, and on
-// AVX2 float32 rows into float16 (ApplyToF16, whose narrowing is one instruction, VCVTPS2PH),
+// AVX2 float32 rows into float16 (ApplyToF16, whose narrowing is one instruction, VCVTPS2PH) and
+// float16 rows in and out (ApplyF16: VCVTPH2PS widens the next row as the loop sums it),
 // RMSNorm's functions and LayerNorm's. Not the bfloat16 ones: their integer rounding already
 // bounds the scale loop, and with the next row's sum in it they measured 3-12% slower on Zen 3
 // (bench/results). AVX-512's float32 functions pipe on Sapphire Rapids and Emerald Rapids (see
-// streamrule.Pipe); its ApplyToF16 was not measured with the pipe, so it has none.
+// streamrule.Pipe); its 16-bit functions were not measured with the pipe, so they have none.
 func (g *gen) pipes() bool {
-	return g.v.Format == spec.F32 || (g.s == avx2 && g.v.Format == spec.ToF16)
+	return g.v.Format == spec.F32 || (g.s == avx2 && (g.v.Format == spec.ToF16 || g.v.Format == spec.F16))
 }
 
 // pipe is the scale pass of a row under FlagPipe, when the call has a row after it: the loop that
@@ -1521,15 +1522,15 @@ func (g *gen) pipe(invv, one VecVirtual) {
 		}
 		var pair VecVirtual // float16 rows go out two vectors at a time, as in scaleLoop
 		for k, a := range g.acc {
-			off := k * s.vbytes()
+			off := k * s.vbytes() // of the weight and the bias; the rows' is k*g.vstep()
 			v := s.vec()
-			VMOVUPS(g.at(nx, i, off), v)
+			g.load(g.at(nx, i, k*g.vstep()), v)
 			if !g.v.Layer {
 				VMULPS(v, v, v)
 			}
 			VADDPS(v, a, a)
 			y := s.vec()
-			g.mulLoad(g.at(g.x, i, off), invv, y)
+			g.mulLoad(g.at(g.x, i, k*g.vstep()), invv, y)
 			g.applyWeightAs(form, y, g.atW(i, off), one, nil)
 			if bias {
 				VADDPS(Mem{Base: b, Index: i, Scale: 4, Disp: off}, y, y)

@@ -124,14 +124,14 @@ func zen3(c CPU) bool { return c.AMD && c.Family == 0x19 && c.L2 == 512<<10 }
 // Rapids (0xcf).
 func meshXeon(c CPU) bool { return c.Intel && c.Family == 6 && (c.Model == 0x8f || c.Model == 0xcf) }
 
-// Pipe reports whether the kernels pipe streamed float32 rows on c: the loop that scales a
-// row (non-temporal stores) also sums the squares of the next one, loaded from memory, so that the
-// next row's loads overlap this row's stores as in a copy, where otherwise the next row is
-// prefetched during the scale pass and summed from the cache, memory idle meanwhile. The bits are
-// the same either way. On Zen 3 (the AVX2 kernel) and on Sapphire Rapids and Emerald Rapids (the
-// AVX-512 one), where it measured faster; the C variant that works this way was the fastest in
-// bench-anchors on both, and no faster than prefetching on a Zen 4. Measured on
-// the Zen 3 above, Forward with the avx2 kernel, pipe off and on alternated in one process, 25
+// Pipe reports whether the kernels pipe streamed float32 (and, on AVX2, float16) rows on c: the
+// loop that scales a row (non-temporal stores) also sums the squares of the next one, loaded from
+// memory, so that the next row's loads overlap this row's stores as in a copy, where otherwise the
+// next row is prefetched during the scale pass and summed from the cache, memory idle meanwhile.
+// The bits are the same either way. On Zen 3 (the AVX2 kernel) and on Sapphire Rapids and Emerald
+// Rapids (the AVX-512 one), where it measured faster; the C variant that works this way was the
+// fastest in bench-anchors on both, and no faster than prefetching on a Zen 4. Measured on the
+// Zen 3 above, Forward with the avx2 kernel, pipe off and on alternated in one process, 25
 // pairs of about 15 ms, the median of the pairs' time ratios (on/off) in three runs: 2048x4096
 // 0.973, 0.925, 0.936; 16384x4096 0.914, 0.922, 0.931; 1024x8192 0.929, 0.860; 512x8192 (32 MiB,
 // which the L3 partly holds from one call to the next) 1.055, 0.913, 1.202, 0.928, 0.983.
@@ -140,6 +140,25 @@ func meshXeon(c CPU) bool { return c.Intel && c.Family == 6 && (c.Model == 0x8f 
 // 2048x4096 0.836-0.963, 16384x4096 0.820-0.826, 512x8192 0.802-0.828, 8192x1024 0.858-0.913
 // (with the centered pass's prefetch of the row after cut to its first 4 KiB; see pipePrefetch
 // in the generator).
+//
+// The avx2 functions of float16 rows in and out (ForwardF16, ApplyF16; not with RoundNormalized)
+// pipe too, at every length the pipe takes: the loop widens the next row's halves as it sums
+// them. Measured on the Zen 3 above, Norm.ForwardF16, pipe off and on alternated in one process,
+// 40 pairs, the median ratio (on/off), two runs (one at 8192x4096 and 8192x1024):
+//
+//	            RMSNorm (weight)   LayerNorm (Center, weight, bias)
+//	16384x576   0.78, 0.92         0.91, 0.92
+//	8192x1024   0.96               0.94
+//	16384x1024  0.81, 0.94         0.85, 0.96
+//	16384x2048  0.78, 0.85, 0.87   0.91, 1.00, 1.01
+//	8192x3072   0.76, 0.89         0.97, 0.98
+//	2048x4096   0.87, 0.87         0.90, 0.90
+//	8192x4096   0.84               0.93
+//	16384x4096  0.86, 0.84         0.89, 0.89
+//	1024x8192   0.76, 0.76         0.82, 0.82
+//
+// (On Sapphire Rapids and Emerald Rapids a user who picks the avx2 kernel gets this loop too;
+// it was not measured there.)
 //
 // On Sapphire Rapids and Emerald Rapids the AVX-512 kernel's float32 functions pipe too (the
 // AVX2 one's as well, when a user picks it), RMSNorm's only for rows longer than PipeAbove.

@@ -11,9 +11,10 @@ import "github.com/gosimd/rmsnorm/internal/streamrule"
 // holds them, so the fallback is streamrule.Fallback instead.
 var streamBytes, _ = streamrule.Bytes(streamrule.Host()) // a variable so that tests can force either kind of store
 
-// pipeRows is whether streamed float32 rows go through the kernels' pipe (flagPipe; see
-// setMemoryFlags), as streamrule decides from cpuid: on Zen 3 (AVX2), and on Sapphire Rapids and
-// Emerald Rapids (AVX-512). A variable so that tests can run the kernels both ways.
+// pipeRows is whether streamed float32 rows (and, on AVX2, float16 rows) go through the kernels'
+// pipe (flagPipe; see setMemoryFlags), as streamrule decides from cpuid: on Zen 3 (AVX2), and on
+// Sapphire Rapids and Emerald Rapids (AVX-512). A variable so that tests can run the kernels both
+// ways.
 var pipeRows = streamrule.Pipe(streamrule.Host())
 
 // pipeAbove is the row length above which RMSNorm's rows are piped where pipeRows holds:

@@ -144,7 +144,7 @@ func TestGuardPagesPipeTo16(t *testing.T) {
 func guardPagesPipe16[T elem](t *testing.T, f format) {
 	t.Helper()
 	const maxRows = 4
-	dims := []int{2112, 4096}
+	dims := []int{576, 1024, 2112, 4096} // float16 rows pipe from 576 on, float32 rows into float16 above 2048
 	maxFloats := dims[len(dims)-1] * maxRows
 	rx, rw, rd := newGuardedRegion(t, maxFloats), newGuardedRegion(t, maxFloats), newGuardedRegion(t, maxFloats)
 	for _, k := range testKernels() {

@@ -32035,12 +32035,17 @@ sqsumblock:
 
 	// Out of the loop's way: the prefetches, whose flag is usually clear.
 sqsumpf:
-	TESTL $0x00000040, R13
-	JZ    pipepf24
-	TESTL $0x00000020, R13
-	JZ    pipepf24
-	CMPQ  R10, $0x00000400
-	JAE   sqsumblock
+	TESTL      $0x00000040, R13
+	JZ         pipepf24
+	TESTL      $0x00000020, R13
+	JZ         pipepf24
+	CMPQ       R10, $0x00000800
+	JAE        sqsumblock
+	MOVQ       R8, R14
+	ADDQ       DI, R14
+	PREFETCHT0 (R14)(R10*2)
+	PREFETCHT0 64(R14)(R10*2)
+	JMP        sqsumblock
 
 pipepf24:
 	PREFETCHT0 (R12)(R10*2)

@@ -1,11 +1,11 @@
 // Package streamrule decides, from what cpuid reports, how the assembly kernels stream a call's
 // rows: from what size of rows (read and written) they treat them as coming from memory
 // (non-temporal stores out of place, prefetches of the rows ahead), whether the kernels sum the
-// next float32 row inside the scale pass of the row before (Pipe; PipeAbove for RMSNorm's rows,
-// PipeMinTo16 for rows written as float16), whether the backward kernels prefetch 1 KiB
-// ahead (Ahead), and which calls of float32 rows, in cache or streamed, go one row at a time
-// through the kernels' one-row path (Rows). The package uses it at init, and the bench command prints the
-// streaming threshold (Bytes); nothing else of the module needs it.
+// next float32 (or float16) row inside the scale pass of the row before (Pipe; PipeAbove for
+// RMSNorm's rows, PipeMinTo16 for float32 rows written as float16), whether the backward kernels
+// prefetch 1 KiB ahead (Ahead), and which calls of float32 rows, in cache or streamed, go one row
+// at a time through the kernels' one-row path (Rows). The package uses it at init, and the bench
+// command prints the streaming threshold (Bytes); nothing else of the module needs it.
 package streamrule
 
 import "github.com/klauspost/cpuid/v2"
@@ -144,18 +144,18 @@ func meshXeon(c CPU) bool { return c.Intel && c.Family == 6 && (c.Model == 0x8f 
 // The avx2 functions of float16 rows in and out (ForwardF16, ApplyF16; not with RoundNormalized)
 // pipe too, at every length the pipe takes: the loop widens the next row's halves as it sums
 // them. Measured on the Zen 3 above, Norm.ForwardF16, pipe off and on alternated in one process,
-// 40 pairs, the median ratio (on/off), two runs (one at 8192x4096 and 8192x1024):
+// 40 pairs, the median ratio (on/off), two runs:
 //
 //	            RMSNorm (weight)   LayerNorm (Center, weight, bias)
-//	16384x576   0.78, 0.92         0.91, 0.92
-//	8192x1024   0.96               0.94
-//	16384x1024  0.81, 0.94         0.85, 0.96
-//	16384x2048  0.78, 0.85, 0.87   0.91, 1.00, 1.01
-//	8192x3072   0.76, 0.89         0.97, 0.98
-//	2048x4096   0.87, 0.87         0.90, 0.90
-//	8192x4096   0.84               0.93
-//	16384x4096  0.86, 0.84         0.89, 0.89
-//	1024x8192   0.76, 0.76         0.82, 0.82
+//	16384x576   0.93, 0.94         0.94, 0.88
+//	8192x1024   0.93, 0.73         0.95, 0.87
+//	16384x1024  0.95, 0.96         0.96, 0.95
+//	16384x2048  0.85, 0.86         0.97, 0.94
+//	8192x3072   0.90, 0.92         0.87, 0.87
+//	2048x4096   0.89, 0.83         0.86, 0.86
+//	8192x4096   0.80, 0.80         0.81, 0.79
+//	16384x4096  0.85, 0.72         0.82, 0.82
+//	1024x8192   0.79, 0.82         0.84, 0.84
 //
 // (On Sapphire Rapids and Emerald Rapids a user who picks the avx2 kernel gets this loop too;
 // it was not measured there.)

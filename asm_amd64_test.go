@@ -344,10 +344,10 @@ func TestAsmAhead(t *testing.T) {
 	}
 }
 
-// TestAsmRows holds the functions that compare the job's flags with flagRows, the one-row path's
-// loop over every row, to the float32 forward functions of avx2 and avx512 (RMSNorm's), the ones
-// with that path. The loop gives the bits of the groups, so no other test notices a function
-// that lost it.
+// TestAsmRows holds the functions that compare the job's flags with flagRows (the one-row path's
+// loop over every row in cache) and with flagRows|flagNT|flagPF (its streamed loop) to the
+// float32 forward functions of avx2 and avx512 (RMSNorm's), the ones with that path. The loops
+// give the bits of the groups, so no other test notices a function that lost one.
 func TestAsmRows(t *testing.T) {
 	want := []string{kernelAVX2.name() + "Forward", kernelAVX512.name() + "Forward"}
 	slices.Sort(want)

@@ -226,6 +226,8 @@ func TestRowsOneByOne(t *testing.T) {
 // aligned to the vector (off: elements past a 64-byte boundary, 8 of them aligned for AVX2 but
 // not AVX-512) go back to the general path. Lengths the rule leaves to the groups, in-place
 // calls and a row of the float64 path, which the loop returns to Go for and resumes after, too.
+// The loop gives the groups' bits, so this test alone cannot tell that it ran: TestStreamFlags
+// holds the flags that select it, TestAsmRows the functions that test them.
 func TestRowsStreamed(t *testing.T) {
 	defer func(r streamrule.RowRule) { rowRule = r }(rowRule)
 	for _, on := range []bool{false, true} {

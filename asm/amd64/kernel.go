@@ -27,17 +27,18 @@ import (
 // The scale pass comes in three memory modes (ordinary, prefetching the rows ahead, and prefetching
 // with non-temporal stores), chosen by the job's flags once per row, and the ordinary and
 // prefetching loops in three weight forms, chosen by w and flagOffset (spec.Variant.Body). The sum
-// pass of 16-bit rows prefetches two rows ahead under flagPF; that of float32 rows never does (the
-// scale pass brings the next row in). The AVX2 functions of float32 rows into float32 or float16
-// rows and of float16 rows into float16, and the AVX-512 ones of float32 rows into float32, have a
-// fourth mode, the pipe (FlagPipe,
-// set on Zen 3 and on Sapphire Rapids and Emerald Rapids; see streamrule.Pipe): one loop scales a
-// row and sums the next one (LayerNorm's: with Center). Every other piece is shared.
+// pass of 16-bit rows prefetches two rows ahead under flagPF; that of float32 rows on this path
+// never does (the scale pass brings the next row in). The AVX2 functions of float32 rows into
+// float32 or float16 rows and of float16 rows into float16, and the AVX-512 ones of float32 rows
+// into float32, have a fourth mode, the pipe (FlagPipe, set on Zen 3 and on Sapphire Rapids and
+// Emerald Rapids; see streamrule.Pipe): one loop scales a row and sums the next one (LayerNorm's:
+// with Center). Every other piece is shared.
 //
 // The two functions of float32 rows into float32 rows start with a path of their own for the
 // commonest short call, one row with a plain weight (onerow.go): a second, plainer copy of the
 // sum pass, inv and the scale loop, with the same operations in the same order, which also takes
-// every row of a call with flagRows, one at a time.
+// every row of a call with flagRows, one at a time: alone in cache, or with flagNT and flagPF
+// streamed (non-temporal stores, its sum pass prefetching rowsAheadBytes ahead).
 
 const (
 	block  = 64 // elements of a row that fill the 64 partial sums once

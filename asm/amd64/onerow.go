@@ -71,7 +71,7 @@ func (g *gen) oneRow(general string) {
 
 // rowsAheadBytes is how far ahead of its loads the sum pass of streamed rows on the one-row path
 // (rowsStreamed) prefetches them. Measured on a Zen 3 (the one CPU whose rule streams rows this
-// way: see streamrule.RowRule), Forward out of place, a scratch copy of the loop against Forward
+// way: see streamrule.Rows), Forward out of place, a scratch copy of the loop against Forward
 // (the kernel's groups), alternated in one process, 25 rounds, the median of the rounds' time ratios in
 // three runs: 65536x64 0.74-0.76 at 4, 8 and 16 KiB ahead alike; 32768x128 4 KiB 0.94-0.95,
 // 8 KiB 0.93-0.95, 16 KiB 0.91-0.95, but 1 KiB 1.01-1.02 and 2 KiB 0.96-1.01 (two and four rows

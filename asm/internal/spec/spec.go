@@ -405,7 +405,7 @@ func GoSpec(header string) string {
 	fmt.Fprintf(&b, "\tflagRN = %d // 16-bit rows with a weight: round x*inv to the format before the weight (RoundNormalized)\n", FlagRN)
 	fmt.Fprintf(&b, "\tflagOffset = %d // rows with a weight: the weight form is 1+w (one kernel function serves every form)\n", FlagOffset)
 	fmt.Fprintf(&b, "\tflagCenter = %d // Layer variants: subtract the row's mean (Norm.Center)\n", FlagCenter)
-	fmt.Fprintf(&b, "\tflagPipe = %d // streaming of float32 rows (AVX2: into float32 or float16, and float16 rows; AVX-512: into float32): the scale pass of a row sums the next row's squares (LayerNorm: its elements)\n", FlagPipe)
+	fmt.Fprintf(&b, "\tflagPipe = %d // streaming (AVX2: float32 rows into float32 or float16, float16 rows into float16; AVX-512: float32 rows into float32): the scale pass of a row sums the next row's squares (LayerNorm: its elements)\n", FlagPipe)
 	fmt.Fprintf(&b, "\tflagAhead = %d // backward streaming: the sum passes prefetch 1 KiB ahead, the dx pass (with flagNT) the next row\n", FlagAhead)
 	fmt.Fprintf(&b, "\tflagRows = %d // float32 rows one at a time through the one-row path (streamrule.Rows): in cache, of at most rowsMax or above groupMax; streamed (with flagNT and flagPF alone), of at most rowsMax\n", FlagRows)
 	b.WriteString(")\n\n")

@@ -552,10 +552,10 @@ onefloat64:
 	RET
 
 rowsflag:
-	CMPL       BX, $0x00000100
-	JNE        streamflag
 	CMPQ       CX, DX
 	JAE        general
+	CMPL       BX, $0x00000100
+	JNE        streamflag
 	MOVQ       job_d+0(AX), BX
 	TESTQ      $0x0000003f, BX
 	JNZ        general
@@ -691,8 +691,6 @@ rowsfloat64:
 streamflag:
 	CMPL       BX, $0x00000103
 	JNE        general
-	CMPQ       CX, DX
-	JAE        general
 	MOVQ       job_d+0(AX), BX
 	TESTQ      $0x0000003f, BX
 	JNZ        general
@@ -19245,10 +19243,10 @@ onefloat64:
 	RET
 
 rowsflag:
-	CMPL       BX, $0x00000100
-	JNE        streamflag
 	CMPQ       CX, DX
 	JAE        general
+	CMPL       BX, $0x00000100
+	JNE        streamflag
 	MOVQ       job_d+0(AX), BX
 	TESTQ      $0x0000003f, BX
 	JNZ        general
@@ -19406,8 +19404,6 @@ rowsfloat64:
 streamflag:
 	CMPL       BX, $0x00000103
 	JNE        general
-	CMPQ       CX, DX
-	JAE        general
 	MOVQ       job_d+0(AX), BX
 	TESTQ      $0x0000003f, BX
 	JNZ        general

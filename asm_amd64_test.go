@@ -311,7 +311,7 @@ func flagTesters(t *testing.T, flag int) []string {
 
 // TestAsmPipe holds the functions that test flagPipe to those pipeKernel names: the float32
 // forward functions of avx2 and avx512 (RMSNorm's and LayerNorm's) and avx2's ApplyToF16 and
-// ApplyF16 ones.
+// ApplyF16 ones; and to avx2's two RMSNorm backward functions (streamrule.BackwardPipe).
 // The pipe gives the bits of the loops without it, so no other test notices a function that
 // lost it, or one that tests the flag without having it.
 func TestAsmPipe(t *testing.T) {
@@ -323,6 +323,7 @@ func TestAsmPipe(t *testing.T) {
 			}
 		}
 	}
+	want = append(want, "avx2Backward", "avx2BackwardUnweighted")
 	slices.Sort(want)
 	if got := flagTesters(t, flagPipe); len(want) == 0 || !slices.Equal(got, want) {
 		t.Errorf("the functions that test flagPipe are %q, want %q", got, want)

@@ -19,6 +19,9 @@ import (
 //	flags&128   13 times the rows (up to 65: several gradient blocks), each copy scaled (see
 //	            tileRows)
 //
+// Each kernel also runs every input streamed with the backward pipe on, whatever the CPU and the
+// row length (pipedBackward), DX 32-byte aligned: RMSNorm's rows (no Center, no bias) of a
+// multiple of 64, out of place, a gap of 0 or 8, two or more, take the pipe.
 // gap is Stride - d (gap8%9; 0: rows back to back, N = 0 on odd flags). gap8&128 makes the Norm a
 // LayerNorm (Center; Grad.Mean given with Inv, the forward's), and gap8&64 gives it a bias and
 // sums DB (from nonzero values).
@@ -30,6 +33,8 @@ func FuzzBackward(f *testing.F) {
 	f.Add(uint16(700), uint8(1), uint8(8), uint8(0x4e), math.Float32bits(1e-6), []byte{1, 1, 0, 0, 0, 0, 0, 0, 0x80})
 	f.Add(uint16(130), uint8(4), uint8(0xc3), uint8(0x9d), math.Float32bits(1e-5), []byte{0, 9, 9, 9, 64, 1, 2, 3, 200})
 	f.Add(uint16(5), uint8(3), uint8(0x80), uint8(0x2c), math.Float32bits(1e-12), []byte{1, 0, 0, 0x80, 0x7f, 1, 2, 3, 4})
+	f.Add(uint16(127), uint8(4), uint8(0), uint8(0x8c), math.Float32bits(1e-6), []byte{0, 1, 2, 3, 4, 5, 6, 7, 8})
+	f.Add(uint16(1023), uint8(2), uint8(8), uint8(0x2d), math.Float32bits(1e-6), []byte{1, 3, 0, 0x80, 0x3f, 7, 0, 0x20, 0x41})
 	f.Fuzz(func(t *testing.T, d16 uint16, rows8, gap8, flags uint8, epsBits uint32, data []byte) {
 		x, w, eps := fuzzInput(d16, rows8, epsBits, data)
 		// DY from the same bytes, read from another place: rotate them by one.
@@ -93,8 +98,14 @@ func FuzzBackward(f *testing.F) {
 				}
 			}
 		}
-		run := func(k kernelID) (dx, dw, db []float32) {
-			g := Grad{DX: sentinels(span), X: sx, DY: append([]float32(nil), sdy...), N: nArg, Stride: sArg, Inv: inv, Mean: mean}
+		run := func(k kernelID, piped bool) (dx, dw, db []float32) {
+			dx = sentinels(span)
+			if piped {
+				a, _ := aligned32[float32](span, 0)
+				copy(a, dx)
+				dx = a
+			}
+			g := Grad{DX: dx, X: sx, DY: append([]float32(nil), sdy...), N: nArg, Stride: sArg, Inv: inv, Mean: mean}
 			if db0 != nil {
 				g.DB = append([]float32(nil), db0...)
 			}
@@ -104,27 +115,42 @@ func FuzzBackward(f *testing.F) {
 			if withDW {
 				g.DW = append([]float32(nil), dw0...)
 			}
-			backwardWith(k, n, g)
+			if piped {
+				pipedBackward(func() { backwardWith(k, n, g) })
+			} else {
+				backwardWith(k, n, g)
+			}
 			return g.DX, g.DW, g.DB
 		}
-		wantDX, wantDW, wantDB := run(kernelGeneric)
+		wantDX, wantDW, wantDB := run(kernelGeneric, false)
 		for _, k := range testKernels() {
-			gotDX, gotDW, gotDB := run(k)
-			ctx := fmt.Sprintf("%s d=%d rows=%d stride=%d mode=%d center=%v eps=%g flags=%#x", k, d, rows, stride, mode, n.Center, eps, flags)
-			if i := firstDiff(gotDB, wantDB); i >= 0 {
-				t.Fatalf("%s: DB[%d] = %v (%#x), generic gives %v (%#x)", ctx, i,
-					gotDB[i], math.Float32bits(gotDB[i]), wantDB[i], math.Float32bits(wantDB[i]))
-			}
-			if i := firstDiff(gotDX, wantDX); i >= 0 {
-				t.Fatalf("%s: DX[%d] (row %d) = %v (%#x), generic gives %v (%#x)", ctx, i, i/stride,
-					gotDX[i], math.Float32bits(gotDX[i]), wantDX[i], math.Float32bits(wantDX[i]))
-			}
-			if i := firstDiff(gotDW, wantDW); i >= 0 {
-				t.Fatalf("%s: DW[%d] = %v (%#x), generic gives %v (%#x)", ctx, i,
-					gotDW[i], math.Float32bits(gotDW[i]), wantDW[i], math.Float32bits(wantDW[i]))
+			for _, piped := range []bool{false, true} {
+				gotDX, gotDW, gotDB := run(k, piped)
+				ctx := fmt.Sprintf("%s piped=%v d=%d rows=%d stride=%d mode=%d center=%v eps=%g flags=%#x", k, piped, d, rows, stride, mode, n.Center, eps, flags)
+				if i := firstDiff(gotDB, wantDB); i >= 0 {
+					t.Fatalf("%s: DB[%d] = %v (%#x), generic gives %v (%#x)", ctx, i,
+						gotDB[i], math.Float32bits(gotDB[i]), wantDB[i], math.Float32bits(wantDB[i]))
+				}
+				if i := firstDiff(gotDX, wantDX); i >= 0 {
+					t.Fatalf("%s: DX[%d] (row %d) = %v (%#x), generic gives %v (%#x)", ctx, i, i/stride,
+						gotDX[i], math.Float32bits(gotDX[i]), wantDX[i], math.Float32bits(wantDX[i]))
+				}
+				if i := firstDiff(gotDW, wantDW); i >= 0 {
+					t.Fatalf("%s: DW[%d] = %v (%#x), generic gives %v (%#x)", ctx, i,
+						gotDW[i], math.Float32bits(gotDW[i]), wantDW[i], math.Float32bits(wantDW[i]))
+				}
 			}
 		}
 	})
+}
+
+// pipedBackward runs f with the memory flags of rows from memory forced on, the backward's
+// prefetches ahead and its pipe too, for every row length (backPipeAbove 0).
+func pipedBackward(f func()) {
+	saved, savedAhead, savedPipe, savedAbove := streamBytes, aheadRows, backPipe, backPipeAbove
+	defer func() { streamBytes, aheadRows, backPipe, backPipeAbove = saved, savedAhead, savedPipe, savedAbove }()
+	streamBytes, aheadRows, backPipe, backPipeAbove = 0, true, true, 0
+	f()
 }
 
 // tileRows returns the rows of x (of d values) repeated times times, copy c scaled by 1 + c/4, so

@@ -91,7 +91,9 @@ func (j *job) rowBytes() uintptr {
 // already) or there is no DX (its scratch row stays in L1), and flagPF is set; on Zen 3 and on
 // Sapphire Rapids and Emerald Rapids (aheadRows) also flagAhead, with which the kernels' sum
 // passes prefetch the rows they read 1 KiB ahead of their loads and their dx pass, when dx goes
-// out with non-temporal stores, the next row (streamrule.Ahead has the measurements).
+// out with non-temporal stores, the next row (streamrule.Ahead has the measurements); and on
+// Zen 3 (backPipe) flagPipe where backwardPipes holds: the dx loop of the AVX2 RMSNorm functions
+// then forms the next row's sums too (streamrule.BackwardPipe).
 //
 // On a Zen 5, prefetching the next row's x and dy while a row's dx goes out measured no faster at
 // 2048x4096 and 16384x4096 and 35-55% slower at 32768x128 (the hardware prefetchers already follow
@@ -111,5 +113,18 @@ func (j *job) setBackwardMemoryFlags() {
 		if aheadRows {
 			j.flags |= flagAhead
 		}
+		if backPipe && j.backwardPipes() {
+			j.flags |= flagPipe
+		}
 	}
+}
+
+// backwardPipes reports whether the rows of a streamed backward job can go through the AVX2
+// RMSNorm functions' pipe (flagPipe, on the CPUs of streamrule.BackwardPipe), whose loop has no
+// head and no tail: dx out with non-temporal stores (flagNT), d a multiple of 64 above
+// backPipeAbove, dx rows 32-byte aligned, and neither Center nor DB (the Layer functions have no
+// pipe). The other functions ignore the flag.
+func (j *job) backwardPipes() bool {
+	return j.flags&(flagNT|flagCenter) == flagNT && j.db == nil && j.d%64 == 0 && j.d > backPipeAbove &&
+		uintptr(j.dst)%32 == 0 && uintptr(j.dstStride)*4%32 == 0
 }

@@ -37,3 +37,11 @@ var rowRule = streamrule.Rows(streamrule.Host())
 // (flagAhead; see setBackwardMemoryFlags), as streamrule decides from cpuid: on Zen 3, Sapphire
 // Rapids and Emerald Rapids. A variable so that tests can run the kernels both ways.
 var aheadRows = streamrule.Ahead(streamrule.Host())
+
+// backPipe is whether streamed backward rows longer than backPipeAbove go through the AVX2
+// RMSNorm backward functions' pipe (flagPipe on a backward job; see setBackwardMemoryFlags), as
+// streamrule decides from cpuid: on Zen 3. Variables so that tests can run the kernels both ways.
+var (
+	backPipe      = streamrule.BackwardPipe(streamrule.Host())
+	backPipeAbove = streamrule.BackwardPipeAbove
+)

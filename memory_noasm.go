@@ -21,3 +21,9 @@ var rowRule streamrule.RowRule
 
 // aheadRows is false: flagAhead is for the assembly kernels, which this build does not have.
 var aheadRows = false
+
+// backPipe is false: flagPipe is for the assembly kernels, which this build does not have.
+var (
+	backPipe      = false
+	backPipeAbove = streamrule.BackwardPipeAbove
+)

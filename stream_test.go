@@ -10,19 +10,25 @@ import (
 // withStreaming runs f with the memory flags of rows from memory (non-temporal stores, prefetches,
 // the generic kernel's touchRow) forced on or off, whatever the size. Forced on, it lets the
 // kernels' pipe (flagPipe) take the rows that qualify, whatever their length (pipeAbove 0), on a
-// pseudo-random half of the calls, and
-// the backward's prefetches ahead (flagAhead) on another, whatever the CPU, so that the tests
-// that stream run the kernels both ways (a bit that alternated would line up with loops that
-// stream an even number of times per iteration).
+// pseudo-random half of the calls, and the backward's prefetches ahead (flagAhead) and its pipe
+// (backPipe, whatever the row length) each on a half drawn apart, whatever the CPU, so that the
+// tests that stream run the kernels both ways (a bit that alternated would line up with loops
+// that stream an even number of times per iteration).
 func withStreaming(on bool, f func()) {
 	saved, savedPipe, savedAbove, savedAhead := streamBytes, pipeRows, pipeAbove, aheadRows
-	defer func() { streamBytes, pipeRows, pipeAbove, aheadRows = saved, savedPipe, savedAbove, savedAhead }()
+	savedBack, savedBackAbove := backPipe, backPipeAbove
+	defer func() {
+		streamBytes, pipeRows, pipeAbove, aheadRows = saved, savedPipe, savedAbove, savedAhead
+		backPipe, backPipeAbove = savedBack, savedBackAbove
+	}()
 	streamBytes = math.MaxInt
 	if on {
-		streamBytes, pipeAbove = 0, 0 // every row length the pipe takes (TestPipeFlag tests pipeAbove)
+		// Every row length the pipes take (TestPipeFlag and TestBackwardPipeFlag test the limits).
+		streamBytes, pipeAbove, backPipeAbove = 0, 0, 0
 		streamState = streamState*6364136223846793005 + 1442695040888963407
 		pipeRows = streamState>>63 == 1
 		aheadRows = streamState>>62&1 == 1
+		backPipe = streamState>>61&1 == 1
 	}
 	f()
 }

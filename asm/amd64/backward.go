@@ -22,7 +22,9 @@ import (
 //	inv:    t = ss/d + eps, its range test (outside [2^-100, MaxFloat32]: return the row for the
 //	        float64 path), inv = 1/sqrt(t) or Inv[r]; s = ((inv*inv)*c)/d
 //	dx:     dx = inv*(g - x*s) per element, and q = dy*(x*inv) into the row's block of the
-//	        weight gradient: one loop for each of the three things a row can do with q (below)
+//	        weight gradient: one loop for each of the three things a row can do with q (below);
+//	        in AVX2's RMSNorm functions under FlagPipe, the same loop also forms the next row's
+//	        ss and c, and that row skips the sums (pipeLoop)
 //
 // The weight-gradient operation of row r, with first = r%32 == 0 and last = r%32 == 31 or the
 // call's last row: without a DW nothing; with flagFuse (one worker) P = q (first), P += q,
@@ -50,7 +52,9 @@ type bgen struct {
 	dwp  GPVirtual // DW when the row closes its block with flagFuse (closeBlock), else 0
 
 	// AVX2: the partials of ss and of c spilled to the stack while the last elements of a row (a
-	// partial vector) are added one at a time, and the scalar inv, s and c.
+	// partial vector) are added one at a time, and the scalar inv, s and c. The backward pipe
+	// (backPipes) also leaves the next row's partials there, c's in a 32-byte aligned window of
+	// accSlot[1] (cSlot), which has 32 bytes more for it.
 	accSlot        [2]Mem
 	invx, sx, onex VecVirtual
 
@@ -62,7 +66,21 @@ type bgen struct {
 	// bp starts the labels of the pieces a function emits twice (the Layer functions: the
 	// RMSNorm body without flagCenter, the centered one with it); "" in the RMSNorm functions.
 	bp string
+
+	// The pipe of the AVX2 RMSNorm functions (backPipes; see pipeLoop and pipedSums): piped is 1
+	// from the pipe that summed the next row to the point where that row takes its partials (its
+	// ss at accSlot[0], its c in cSlot), else 0; accs are the accumulators of the sum passes,
+	// which the partials are loaded into. The partials wait on the stack, not in registers: registers
+	// live from the pipe to the next row would be live through every path of the function.
+	piped Mem
+	accs  [2][]VecVirtual
+	layer bool // a Layer function (spec.BackwardVariant.Layer)
 }
+
+// backPipes reports whether the function has the backward pipe (FlagPipe): the AVX2 RMSNorm
+// functions. AVX-512 forms ss and c in one pass already; the Layer functions have none. (The
+// forward functions' pipe is gen.pipes.)
+func (b *bgen) backPipes() bool { return b.s == avx2 && !b.layer }
 
 // bl returns the label name, with the prefix of the body being emitted.
 func (b *bgen) bl(name string) string { return b.bp + name }
@@ -74,11 +92,20 @@ func backward(s *isa, bv spec.BackwardVariant) {
 	for _, l := range spec.BackwardDoc(name, bv) {
 		Comment(l)
 	}
-	b := &bgen{gen: &gen{s: s, v: spec.Variant{Format: spec.F32, Mode: m}, eb: 4}, mode: m}
+	b := &bgen{gen: &gen{s: s, v: spec.Variant{Format: spec.F32, Mode: m}, eb: 4}, mode: m, layer: bv.Layer}
 	b.done, b.dstStrideB = AllocLocal(8), AllocLocal(8)
+	if b.backPipes() {
+		b.piped = AllocLocal(8)
+	}
 	b.fd, b.rd = AllocLocal(4), AllocLocal(4)
 	if !s.masked {
-		b.accSlot = [2]Mem{AllocLocal(4 * block), AllocLocal(4 * block)}
+		// The pipe keeps c's partials in a 32-byte aligned window of accSlot[1] (cSlot): a
+		// vector that crossed a cache line there cost each block a slow store-to-load forward.
+		pad := 0
+		if b.backPipes() {
+			pad = 32
+		}
+		b.accSlot = [2]Mem{AllocLocal(4 * block), AllocLocal(4*block + pad)}
 		if bv.Layer {
 			// The forward's sum passes (gen.sumSquares) copy the end of a row to a slot: the
 			// first partials' slot, free until the sums of g, keeps the frame within NOSPLIT's.
@@ -115,14 +142,17 @@ func (b *bgen) rmsRow(withDB bool) {
 		acc := b.sums("sum", true, true)
 		ss, c = s.partial(acc[0]), s.partial(acc[1])
 		ss = s.finish1(ss)
-	} else {
+	} else if !b.backPipes() {
 		acc := b.sums("sumss", true, false)
 		ss = s.finish1(s.partial(acc[0]))
+	}
+	if b.backPipes() {
+		ss, c = b.pipedSums()
 	}
 	inv := b.invRow(ss)
 	if s == avx512 {
 		c = s.finish1(c)
-	} else {
+	} else if !b.backPipes() {
 		acc := b.sums("sumc", false, true)
 		c = s.finish1(s.partial(acc[1]))
 	}
@@ -137,6 +167,37 @@ func (b *bgen) rmsRow(withDB bool) {
 	}
 	b.dxRow(inv, sv)
 	b.nextRow()
+}
+
+// pipedSums emits the sums of a row in the functions with the pipe (backPipes): ss and c, each
+// reduced to lane 0 of the register returned, both before the range test of invRow (the
+// functions without the pipe test ss before they form c), so that a row the pipe summed (piped)
+// joins the others in one place: its partials come from the stack. One test of piped per row.
+func (b *bgen) pipedSums() (ss, c VecVirtual) {
+	s := b.s
+	for k := range b.accs {
+		b.accs[k] = make([]VecVirtual, block/s.lanes)
+		for i := range b.accs[k] {
+			b.accs[k][i] = s.vec()
+		}
+	}
+	CMPQ(b.piped, U8(0))
+	JNE(LabelRef("pipedrow"))
+	pss := s.partial(b.sums("sumss", true, false)[0])
+	pc := s.partial(b.sums("sumc", false, true)[1])
+	JMP(LabelRef("summed"))
+	Label("pipedrow")
+	Comment("The pipe summed this row: its partials from the stack.")
+	MOVQ(U32(0), b.piped)
+	cs := b.cSlot()
+	for k := range b.accs[0] {
+		VMOVUPS(b.accSlot[0].Offset(k*s.vbytes()), b.accs[0][k])
+		VMOVUPS(cs.Offset(k*s.vbytes()), b.accs[1][k])
+	}
+	s.partial(b.accs[0]) // into accs[0][0], pss
+	s.partial(b.accs[1]) // into accs[1][0], pc
+	Label("summed")
+	return s.finish1(pss), s.finish1(pc)
 }
 
 // nextRow moves the row pointers on by a row and goes back to row.
@@ -169,6 +230,9 @@ func (b *bgen) prologue() {
 	MOVQ(ds, b.dstStrideB)
 
 	b.divisor()
+	if b.backPipes() {
+		MOVQ(U32(0), b.piped)
+	}
 
 	Comment("Start at row from.")
 	off := Load(Param("from"), GP64()).(GPVirtual)
@@ -196,9 +260,14 @@ func (b *bgen) sums(name string, withSS, withC bool) [2][]VecVirtual {
 		if !on {
 			continue
 		}
-		acc[k] = make([]VecVirtual, block/s.lanes)
+		acc[k] = b.accs[k]
+		if acc[k] == nil {
+			acc[k] = make([]VecVirtual, block/s.lanes)
+			for i := range acc[k] {
+				acc[k][i] = s.vec()
+			}
+		}
 		for i := range acc[k] {
-			acc[k][i] = s.vec()
 			s.zero(acc[k][i])
 		}
 	}
@@ -397,9 +466,14 @@ func (b *bgen) part(n GPVirtual) part {
 
 // grad returns g = dy*w' for the vector of elements at i (plus disp bytes), read with ld.
 func (b *bgen) grad(i GPVirtual, disp int, ld func(m Mem, v VecVirtual), one VecVirtual) VecVirtual {
+	return b.gradAt(b.dy, i, disp, ld, one)
+}
+
+// gradAt is grad for the row of dy at dy (the pipe's next row).
+func (b *bgen) gradAt(dy, i GPVirtual, disp int, ld func(m Mem, v VecVirtual), one VecVirtual) VecVirtual {
 	s := b.s
 	g := s.vec()
-	ld(b.at(b.dy, i, disp), g)
+	ld(b.at(dy, i, disp), g)
 	switch b.mode {
 	case spec.Weighted: // a plain weight's own main loop (formLoops)
 		wv := s.vec()
@@ -622,6 +696,9 @@ func (b *bgen) dxLoop(op gradOp, invv, sv, one VecVirtual) {
 	// next row's x and dy while this row's dx goes out, so that memory is not idle while the row
 	// is worked from the cache, as the forward pipe does; that row's sum pass then finds them
 	// there.
+	if b.backPipes() {
+		b.pipeLoop(op, name, invv, sv, one)
+	}
 	ahead := !b.center
 	body := name + "ntloop"
 	if ahead {
@@ -805,4 +882,89 @@ func (b *bgen) dxScalar(op gradOp, i GPVirtual) {
 		b.gradOutScalar(op, q, at(b.pAcc))
 	}
 	VMOVSS(t, at(b.dst)) // after every read of dy: dx may be dy
+}
+
+// pipeLoop emits the pipe of the dx pass (FlagPipe, with FlagNT; the Go side sets it on the CPUs
+// of streamrule.BackwardPipe for d a multiple of 64 and dx rows 32-byte aligned, tested again
+// here, d above zero too): when the call has a row after this one, one loop writes this row's dx (non-temporal
+// stores) and does its weight-gradient operation op, and also forms the next row's two sums, ss
+// in registers and c in cSlot (AVX2 has registers for the one, not both), block
+// by block in the order of the sum passes (+0 plus the first product is that product); ss goes
+// to accSlot[0] at the end. That row then
+// skips both sum passes (piped). Each row from memory is read once in this loop and once more
+// from the cache, where the three passes of a row without the pipe read x three times and dy
+// twice, while the next row waited. Each block prefetches aheadBytes further on in the next row's
+// x and dy (past its end the row after: a prefetch never faults).
+func (b *bgen) pipeLoop(op gradOp, name string, invv, sv, one VecVirtual) {
+	s := b.s
+	no := name + "nopipe"
+	TESTL(U32(spec.FlagPipe), b.flags())
+	JZ(LabelRef(no))
+	d := b.pipeRowChecks(no)
+	TESTQ(d, d) // the loop tests i < d after its first block
+	JZ(LabelRef(no))
+	Comment("The pipe: this row's dx and the next row's sums in one loop.")
+	nx, ndy := GP64(), GP64()
+	MOVQ(b.x, nx)
+	ADDQ(b.strideB, nx)
+	MOVQ(b.dy, ndy)
+	ADDQ(b.strideB, ndy)
+	ss := make([]VecVirtual, block/s.lanes)
+	for k := range ss {
+		ss[k] = s.vec()
+		s.zero(ss[k])
+	}
+	cs := b.cSlot()
+	z := s.vec()
+	s.zero(z)
+	for k := range ss {
+		VMOVUPS(z, cs.Offset(k*s.vbytes()))
+	}
+	i := GP64()
+	XORQ(i, i)
+	full := func(m Mem, v VecVirtual) { VMOVUPS(m, v) }
+	fullSt := func(v VecVirtual, m Mem) { VMOVUPS(v, m) }
+	ntSt := func(v VecVirtual, m Mem) { VMOVNTPS(v, m) }
+	loop := func(l string) {
+		Label(l)
+		for _, p := range []GPVirtual{nx, ndy} {
+			for off := 0; off < block*4; off += 64 {
+				prefetch(b.at(p, i, aheadBytes+off))
+			}
+		}
+		for k := range ss {
+			disp := k * s.vbytes()
+			xv, sq := s.vec(), s.vec()
+			VMOVUPS(b.at(nx, i, disp), xv)
+			VMULPS(xv, xv, sq)
+			VADDPS(sq, ss[k], ss[k])
+			g := b.gradAt(ndy, i, disp, full, one)
+			VMULPS(xv, g, g)
+			VADDPS(cs.Offset(disp), g, g)
+			VMOVUPS(g, cs.Offset(disp))
+			b.dxVec(op, i, disp, invv, sv, one, full, fullSt, ntSt)
+		}
+		ADDQ(U32(block), i)
+		CMPQ(i, b.d())
+		JB(LabelRef(l))
+		for k, a := range ss {
+			VMOVUPS(a, b.accSlot[0].Offset(k*s.vbytes()))
+		}
+		JMP(LabelRef(name + "piped"))
+	}
+	b.formLoops(name+"pipeloop", loop)
+	Label(name + "piped")
+	MOVQ(U32(1), b.piped)
+	JMP(LabelRef(b.bl("rowdone" + opNames[op])))
+	Label(no)
+}
+
+// cSlot returns the pipe's window for c's partials: the first 32-byte boundary in accSlot[1],
+// which has 32 bytes more than the partials for it.
+func (b *bgen) cSlot() Mem {
+	p := GP64()
+	LEAQ(b.accSlot[1], p)
+	ADDQ(U8(31), p)
+	ANDQ(I8(-32), p)
+	return Mem{Base: p}
 }

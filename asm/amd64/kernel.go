@@ -59,9 +59,10 @@ var prefetch = PREFETCHT0
 // bytes, where it does: the pipe (FlagPipe) its next row, and the backward's sum passes under
 // FlagAhead (whose dx pass, when dx goes out with non-temporal stores, also prefetches the next
 // row; see bgen.dxLoop). The hardware prefetchers alone leave memory idle part of the time there.
-// Measured on a Zen 3 (the only CPU that took either then), the function with the prefetch against
-// the one without, alternated in one process (the median of the pairs' time ratios, new/old; the
-// same function against itself gave 0.99-1.02):
+// The backward's pipe (bgen.pipeLoop) prefetches its next row as far ahead; streamrule.BackwardPipe
+// has what that measured. For the first two, on a Zen 3 (the only CPU that took either then), the
+// function with the prefetch against the one without, alternated in one process (the median of
+// the pairs' time ratios, new/old; the same function against itself gave 0.99-1.02):
 //
 //   - the pipe, Forward, 60 pairs, three runs: PREFETCHT0 1024 bytes ahead 2048x4096
 //     0.894-0.941, 16384x4096 0.946-0.970, 512x8192 0.902-0.921, 8192x1024 0.970-0.982;
@@ -1473,6 +1474,24 @@ func (g *gen) pipes() bool {
 	return g.v.Format == spec.F32 || (g.s == avx2 && (g.v.Format == spec.ToF16 || g.v.Format == spec.F16))
 }
 
+// pipeRowChecks jumps to no unless the call has a row after this one, and what the Go side
+// guarantees a pipe holds, tested again where a mistake would write outside dst's rows or fault:
+// d a whole number of blocks, dst aligned to a vector for the non-temporal stores. It leaves d in
+// the register it returns.
+func (g *gen) pipeRowChecks(no string) GPVirtual {
+	t := GP64()
+	MOVQ(g.done, t)
+	INCQ(t)
+	CMPQ(t, g.to())
+	JAE(LabelRef(no))
+	MOVQ(g.d(), t)
+	TESTQ(U32(block-1), t)
+	JNZ(LabelRef(no))
+	TESTQ(U32(g.s.vbytes()-1), g.dst)
+	JNZ(LabelRef(no))
+	return t
+}
+
 // pipe is the scale pass of a row under FlagPipe, when the call has a row after it: the loop that
 // writes y = (x*inv)*w with non-temporal stores also sums the squares of the next row, block by
 // block in the order of the sum pass (+0 + square is the square, so the zeroed partials give the
@@ -1502,20 +1521,9 @@ func (g *gen) pipe(invv, one VecVirtual) {
 		TESTL(U32(spec.FlagRN), g.flags())
 		JNZ(LabelRef(no))
 	}
-	t := GP64()
-	MOVQ(g.done, t)
-	INCQ(t)
-	CMPQ(t, g.to())
-	JAE(LabelRef(no))
-	// What the Go side guarantees, tested again where a mistake would write outside dst's rows or
-	// fault: a whole number of blocks, dst aligned for VMOVNTPS (VMOVNTDQ for halves), one row at
-	// a time. The Go side aligns dst to 32 bytes: a row of AVX-512 whose dst is not aligned to 64
-	// takes the loop without the pipe.
-	MOVQ(g.d(), t)
-	TESTQ(U32(block-1), t)
-	JNZ(LabelRef(no))
-	TESTQ(U32(s.vbytes()-1), g.dst)
-	JNZ(LabelRef(no))
+	// The Go side aligns dst to 32 bytes: a row of AVX-512 whose dst is not aligned to 64 takes
+	// the loop without the pipe.
+	g.pipeRowChecks(no)
 	CMPQ(g.pend, U8(1))
 	JNE(LabelRef(no))
 	nx := GP64() // the next row

@@ -39,6 +39,9 @@ func TestBytes(t *testing.T) {
 		if a := Ahead(c.cpu); a != c.pipe { // the same CPUs: Zen 3, Sapphire Rapids, Emerald Rapids
 			t.Errorf("%s: Ahead(%+v) = %v; want %v", c.name, c.cpu, a, c.pipe)
 		}
+		if b := BackwardPipe(c.cpu); b != (c.pipe && c.above == 0) { // Zen 3, of Pipe's CPUs
+			t.Errorf("%s: BackwardPipe(%+v) = %v; want %v", c.name, c.cpu, b, c.pipe && c.above == 0)
+		}
 		if a := PipeAbove(c.cpu); a != c.above {
 			t.Errorf("%s: PipeAbove(%+v) = %d; want %d", c.name, c.cpu, a, c.above)
 		}

@@ -359,7 +359,9 @@ const (
 	// with FlagRN): the
 	// scale pass of a row sums the next row's squares in the same loop, so that loading the next
 	// row overlaps storing this one; in the Layer functions, with FlagCenter, the next row's
-	// elements for its mean.
+	// elements for its mean. On a backward job (AVX2's RMSNorm functions, with FlagNT; d a
+	// multiple of 64, dx rows 32-byte aligned): the dx pass of a row forms the next row's sums of
+	// squares and of g*x in the same loop, and that row skips its sum passes.
 	FlagPipe = 64
 	// FlagAhead (backward, rows from memory, on the CPUs of streamrule.Ahead): the sum passes
 	// prefetch the rows they read 1 KiB ahead of their loads, and the dx pass, working from the
@@ -405,7 +407,7 @@ func GoSpec(header string) string {
 	fmt.Fprintf(&b, "\tflagRN = %d // 16-bit rows with a weight: round x*inv to the format before the weight (RoundNormalized)\n", FlagRN)
 	fmt.Fprintf(&b, "\tflagOffset = %d // rows with a weight: the weight form is 1+w (one kernel function serves every form)\n", FlagOffset)
 	fmt.Fprintf(&b, "\tflagCenter = %d // Layer variants: subtract the row's mean (Norm.Center)\n", FlagCenter)
-	fmt.Fprintf(&b, "\tflagPipe = %d // streaming (AVX2: float32 rows into float32 or float16, float16 rows into float16; AVX-512: float32 rows into float32): the scale pass of a row sums the next row's squares (LayerNorm: its elements)\n", FlagPipe)
+	fmt.Fprintf(&b, "\tflagPipe = %d // streaming (AVX2: float32 rows into float32 or float16, float16 rows into float16; AVX-512: float32 rows into float32): the scale pass of a row sums the next row's squares (LayerNorm: its elements); backward (AVX2, RMSNorm): the dx pass forms the next row's sums\n", FlagPipe)
 	fmt.Fprintf(&b, "\tflagAhead = %d // backward streaming: the sum passes prefetch 1 KiB ahead, the dx pass (with flagNT) the next row\n", FlagAhead)
 	fmt.Fprintf(&b, "\tflagRows = %d // float32 rows one at a time through the one-row path (streamrule.Rows): in cache, of at most rowsMax or above groupMax; streamed (with flagNT and flagPF alone), of at most rowsMax\n", FlagRows)
 	b.WriteString(")\n\n")

@@ -1,0 +1,56 @@
+//go:build gc && !purego && !noasm
+
+package rmsnorm
+
+import (
+	"slices"
+	"testing"
+)
+
+// TestBackwardPipeRuns shows which kernels take the backward pipe for a job with flagPipe, and
+// that the kernel's own checks send the rows the pipe cannot take to the loops without it. A pipe
+// gives the bits of the loops without it, so this test makes them differ on purpose, with a job
+// the package's checks would reject: dx row r is dy row r+1. Without the pipe, row r's dx pass
+// overwrites dy row r+1 before that row's sums read it; the pipe reads row r+1 for its sums, in
+// row r's dx loop, before it stores over it. So with Inv given (the sums of g*x alone decide dx)
+// the results of rows 1 on differ exactly when the pipe ran: on avx2 (streamrule.BackwardPipe)
+// for d a multiple of 64 with dx rows 32-byte aligned, and nowhere else.
+func TestBackwardPipeRuns(t *testing.T) {
+	const rows = 4
+	for _, k := range testKernels() {
+		for _, c := range []struct {
+			name  string
+			d     int
+			shift int // elements dx starts past dy's row 1
+			pipes bool
+		}{
+			{name: "rows of 1024", d: 1024, pipes: true},
+			{name: "rows of 64", d: 64, pipes: true},
+			{name: "rows of 1000, not a multiple of 64", d: 1000},
+			{name: "dx 4 bytes past a 32-byte boundary", d: 1024, shift: 1},
+		} {
+			d := c.d
+			x, w := normalRows(d, rows, 51), normalRows(d, 1, 52)
+			dy0 := normalRows(d, rows+1, 53)
+			inv := []float32{0.9, 1.1, 0.7, 1.3}
+			run := func(flags uint32) []float32 {
+				buf, _ := aligned32[float32]((rows+1)*d+c.shift, 0)
+				copy(buf, dy0)
+				dy, dx := buf[:rows*d], buf[d+c.shift:d+c.shift+rows*d]
+				j := job{dst: ptr(dx), x: ptr(x), w: ptr(w), dy: ptr(dy), inv: ptr(inv), d: d, stride: d, dstStride: d,
+					rows: rows, eps: 1e-6, flags: flags, mode: weighted, format: formatF32, v: backwardVariant[0][weighted]}
+				j.runRange(k, 0, rows)
+				return slices.Clone(buf)
+			}
+			plain, piped := run(flagNT|flagPF), run(flagNT|flagPF|flagPipe)
+			want := c.pipes && k == kernelAVX2
+			// Row 0 of dx (dy row 1) comes from row 0's sums, which no pipe formed.
+			if got := firstDiff(piped[d+c.shift:2*d+c.shift], plain[d+c.shift:2*d+c.shift]); got >= 0 {
+				t.Errorf("%s %s: dx row 0 differs with flagPipe at %d", k, c.name, got)
+			}
+			if got := firstDiff(piped, plain) >= 0; got != want {
+				t.Errorf("%s %s: with flagPipe the results differ: %v, want %v (they differ where the pipe runs)", k, c.name, got, want)
+			}
+		}
+	}
+}

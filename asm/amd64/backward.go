@@ -53,8 +53,7 @@ type bgen struct {
 
 	// AVX2: the partials of ss and of c spilled to the stack while the last elements of a row (a
 	// partial vector) are added one at a time, and the scalar inv, s and c. The backward pipe
-	// (backPipes) also leaves the next row's partials there, c's in a 32-byte aligned window of
-	// accSlot[1] (cSlot), which has 32 bytes more for it.
+	// (backPipes) also keeps the next row's partials there: c's as it forms them, ss's at the end.
 	accSlot        [2]Mem
 	invx, sx, onex VecVirtual
 
@@ -69,7 +68,7 @@ type bgen struct {
 
 	// The pipe of the AVX2 RMSNorm functions (backPipes; see pipeLoop and pipedSums): piped is 1
 	// from the pipe that summed the next row to the point where that row takes its partials (its
-	// ss at accSlot[0], its c in cSlot), else 0; accs are the accumulators of the sum passes,
+	// ss at accSlot[0], its c at accSlot[1]), else 0; accs are the accumulators of the sum passes,
 	// which the partials are loaded into. The partials wait on the stack, not in registers: registers
 	// live from the pipe to the next row would be live through every path of the function.
 	piped Mem
@@ -99,13 +98,7 @@ func backward(s *isa, bv spec.BackwardVariant) {
 	}
 	b.fd, b.rd = AllocLocal(4), AllocLocal(4)
 	if !s.masked {
-		// The pipe keeps c's partials in a 32-byte aligned window of accSlot[1] (cSlot): a
-		// vector that crossed a cache line there cost each block a slow store-to-load forward.
-		pad := 0
-		if b.backPipes() {
-			pad = 32
-		}
-		b.accSlot = [2]Mem{AllocLocal(4 * block), AllocLocal(4*block + pad)}
+		b.accSlot = [2]Mem{AllocLocal(4 * block), AllocLocal(4 * block)}
 		if bv.Layer {
 			// The forward's sum passes (gen.sumSquares) copy the end of a row to a slot: the
 			// first partials' slot, free until the sums of g, keeps the frame within NOSPLIT's.
@@ -189,10 +182,9 @@ func (b *bgen) pipedSums() (ss, c VecVirtual) {
 	Label("pipedrow")
 	Comment("The pipe summed this row: its partials from the stack.")
 	MOVQ(U32(0), b.piped)
-	cs := b.cSlot()
 	for k := range b.accs[0] {
 		VMOVUPS(b.accSlot[0].Offset(k*s.vbytes()), b.accs[0][k])
-		VMOVUPS(cs.Offset(k*s.vbytes()), b.accs[1][k])
+		VMOVUPS(b.accSlot[1].Offset(k*s.vbytes()), b.accs[1][k])
 	}
 	s.partial(b.accs[0]) // into accs[0][0], pss
 	s.partial(b.accs[1]) // into accs[1][0], pc
@@ -888,7 +880,7 @@ func (b *bgen) dxScalar(op gradOp, i GPVirtual) {
 // of streamrule.BackwardPipe for d a multiple of 64 and dx rows 32-byte aligned, tested again
 // here, d above zero too): when the call has a row after this one, one loop writes this row's dx (non-temporal
 // stores) and does its weight-gradient operation op, and also forms the next row's two sums, ss
-// in registers and c in cSlot (AVX2 has registers for the one, not both), block
+// in registers and c at accSlot[1] (AVX2 has registers for the one, not both), block
 // by block in the order of the sum passes (+0 plus the first product is that product); ss goes
 // to accSlot[0] at the end. That row then
 // skips both sum passes (piped). Each row from memory is read once in this loop and once more
@@ -914,7 +906,7 @@ func (b *bgen) pipeLoop(op gradOp, name string, invv, sv, one VecVirtual) {
 		ss[k] = s.vec()
 		s.zero(ss[k])
 	}
-	cs := b.cSlot()
+	cs := b.accSlot[1]
 	z := s.vec()
 	s.zero(z)
 	for k := range ss {
@@ -957,14 +949,4 @@ func (b *bgen) pipeLoop(op gradOp, name string, invv, sv, one VecVirtual) {
 	MOVQ(U32(1), b.piped)
 	JMP(LabelRef(b.bl("rowdone" + opNames[op])))
 	Label(no)
-}
-
-// cSlot returns the pipe's window for c's partials: the first 32-byte boundary in accSlot[1],
-// which has 32 bytes more than the partials for it.
-func (b *bgen) cSlot() Mem {
-	p := GP64()
-	LEAQ(b.accSlot[1], p)
-	ADDQ(U8(31), p)
-	ANDQ(I8(-32), p)
-	return Mem{Base: p}
 }

@@ -14,7 +14,8 @@ import (
 // overwrites dy row r+1 before that row's sums read it; the pipe reads row r+1 for its sums, in
 // row r's dx loop, before it stores over it. So with Inv given (the sums of g*x alone decide dx)
 // the results of rows 1 on differ exactly when the pipe ran: on avx2 (streamrule.BackwardPipe)
-// for d a multiple of 64 with dx rows 32-byte aligned, and nowhere else.
+// for d a multiple of 64 with dx rows 32-byte aligned, and nowhere else; with dx out through
+// non-temporal stores and through ordinary ones, the two loops of the pipe.
 func TestBackwardPipeRuns(t *testing.T) {
 	const rows = 4
 	for _, k := range testKernels() {
@@ -42,14 +43,18 @@ func TestBackwardPipeRuns(t *testing.T) {
 				j.runRange(k, 0, rows)
 				return slices.Clone(buf)
 			}
-			plain, piped := run(flagNT|flagPF), run(flagNT|flagPF|flagPipe)
-			want := c.pipes && k == kernelAVX2
-			// Row 0 of dx (dy row 1) comes from row 0's sums, which no pipe formed.
-			if got := firstDiff(piped[d+c.shift:2*d+c.shift], plain[d+c.shift:2*d+c.shift]); got >= 0 {
-				t.Errorf("%s %s: dx row 0 differs with flagPipe at %d", k, c.name, got)
-			}
-			if got := firstDiff(piped, plain) >= 0; got != want {
-				t.Errorf("%s %s: with flagPipe the results differ: %v, want %v (they differ where the pipe runs)", k, c.name, got, want)
+			// dx out with non-temporal stores, and with ordinary ones (the in-place calls' loop).
+			for _, base := range []uint32{flagNT | flagPF, flagPF} {
+				plain, piped := run(base), run(base|flagPipe)
+				want := c.pipes && k == kernelAVX2
+				// Row 0 of dx (dy row 1) comes from row 0's sums, which no pipe formed.
+				if got := firstDiff(piped[d+c.shift:2*d+c.shift], plain[d+c.shift:2*d+c.shift]); got >= 0 {
+					t.Errorf("%s %s flags %#x: dx row 0 differs with flagPipe at %d", k, c.name, base, got)
+				}
+				if got := firstDiff(piped, plain) >= 0; got != want {
+					t.Errorf("%s %s flags %#x: with flagPipe the results differ: %v, want %v (they differ where the pipe runs)",
+						k, c.name, base, got, want)
+				}
 			}
 		}
 	}

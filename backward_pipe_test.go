@@ -8,9 +8,10 @@ import (
 )
 
 // TestBackwardPipeFlag checks which backward jobs setBackwardMemoryFlags sends through the
-// backward pipe: streamed, dx out with non-temporal stores (out of place, with DX), d a multiple
-// of 64 above backPipeAbove, dx and its stride aligned to 32 bytes, RMSNorm's (neither Center
-// nor DB), on a CPU that pipes the backward (backPipe); and no others.
+// backward pipe: streamed, d a multiple of 64, dx and its stride aligned to 32 bytes, RMSNorm's
+// (neither Center nor DB), on a CPU that pipes the backward (backPipe), and either dx out with
+// non-temporal stores (out of place, with DX) or in place, for d above backPipeAbove's limit for
+// each; and no others.
 func TestBackwardPipeFlag(t *testing.T) {
 	saved, savedPipe, savedAbove := streamBytes, backPipe, backPipeAbove
 	defer func() { streamBytes, backPipe, backPipeAbove = saved, savedPipe, savedAbove }()
@@ -31,7 +32,12 @@ func TestBackwardPipeFlag(t *testing.T) {
 		{name: "a stride of 32 bytes more", d: 1024, stride: 1032, want: true},
 		{name: "a stride of 16 bytes more", d: 1024, stride: 1028},
 		{name: "dx 4 bytes past a boundary", d: 1024, shift: 1},
-		{name: "in place", d: 1024, inPlace: true},
+		{name: "in place", d: 1024, inPlace: true, want: true},
+		{name: "in place, rows of 192", d: 192, inPlace: true, want: true},
+		{name: "in place, rows of 128, not above its limit", d: 128, inPlace: true},
+		{name: "in place, rows of 1000", d: 1000, inPlace: true},
+		{name: "in place, dx 4 bytes past a boundary", d: 1024, inPlace: true, shift: 1},
+		{name: "in place, rows in cache", d: 1024, inPlace: true, small: true},
 		{name: "no DX", d: 1024, noDX: true},
 		{name: "Center", d: 1024, center: true},
 		{name: "DB", d: 1024, db: true},
@@ -43,13 +49,15 @@ func TestBackwardPipeFlag(t *testing.T) {
 			stride = c.d
 		}
 		span := (rows-1)*stride + c.d
-		x, dy := make([]float32, span), make([]float32, span)
+		x := make([]float32, span)
 		dx, _ := aligned32[float32](span+c.shift, 0)
-		j := job{dst: ptr(dx[c.shift:]), x: ptr(x), dy: ptr(dy), d: c.d, stride: stride, dstStride: stride, rows: rows}
-		switch {
-		case c.inPlace:
-			j.dst = ptr(dy)
-		case c.noDX:
+		dx = dx[c.shift:]
+		dy, _ := aligned32[float32](span+c.shift, 0)
+		if c.inPlace {
+			dy = dx
+		}
+		j := job{dst: ptr(dx), x: ptr(x), dy: ptr(dy), d: c.d, stride: stride, dstStride: stride, rows: rows}
+		if c.noDX {
 			j.dst = nil
 		}
 		if c.center {
@@ -58,7 +66,7 @@ func TestBackwardPipeFlag(t *testing.T) {
 		if c.db {
 			j.db = ptr(make([]float32, c.d))
 		}
-		streamBytes, backPipe, backPipeAbove = 0, !c.noCPU, 512
+		streamBytes, backPipe, backPipeAbove = 0, !c.noCPU, [2]int{512, 128}
 		if c.small {
 			streamBytes = math.MaxInt
 		}
@@ -71,11 +79,11 @@ func TestBackwardPipeFlag(t *testing.T) {
 
 // TestBackwardPipe runs Norm.Backward with the backward pipe on every call that can take it
 // (backPipe, whatever the row length) on each kernel and checks DX and DW bit for bit against the
-// generic kernel without it: every weight form, with and without Inv and DW, rows back to back and a
-// stride apart, one row (nothing to pipe) to many (blocks of DW past the first), a float64-path
-// row among them (a zero row with eps 0: the pipe has summed it, then the kernel returns it), and
-// Workers 1 and 3 (each worker's range ends its pipe). The kernels without the pipe, generic
-// among them, ignore the flag and must give the same bits too.
+// generic kernel without it: every weight form, with and without Inv and DW, out of place and in
+// place, rows back to back and a stride apart, one row (nothing to pipe) to many (blocks of DW
+// past the first), a float64-path row among them (a zero row with eps 0: the pipe has summed it,
+// then the kernel returns it), and Workers 1 and 3 (each worker's range ends its pipe). The
+// kernels without the pipe, generic among them, ignore the flag and must give the same bits too.
 func TestBackwardPipe(t *testing.T) {
 	splitAll(t)
 	saved, savedPipe, savedAbove, savedAhead := streamBytes, backPipe, backPipeAbove, aheadRows
@@ -97,9 +105,10 @@ func TestBackwardPipe(t *testing.T) {
 						fill(w, classNormal, r)
 						dw0 := make([]float32, d)
 						fill(dw0, classNormal, r)
-						c := runs // the form, Inv, DW, Workers and flagAhead cycle with the runs
+						c := runs // the form, Inv, DW, Workers, in place and flagAhead cycle with the runs
 						mode := []weightMode{weighted, offset, unweighted}[c%3]
 						withInv, withDW, workers := c/3%2 == 0, c/6%2 == 0, []int{1, 3}[c/12%2]
+						inPlace := c/24%2 == 0
 						n := Norm{Weight: w, Eps: eps, UnitOffset: mode == offset, Workers: workers}
 						if mode == unweighted {
 							n = Norm{Dim: d, Eps: eps, Workers: workers}
@@ -112,12 +121,16 @@ func TestBackwardPipe(t *testing.T) {
 						run := func(kk kernelID, piped bool) (dx, dw []float32) {
 							dx, window := aligned32[float32](span, 0)
 							g := Grad{DX: dx, X: x, DY: dy, N: rows, Stride: stride, Inv: inv}
+							if inPlace {
+								copy(dx, dy)
+								g.DY = dx
+							}
 							if withDW && mode != unweighted {
 								g.DW = slices.Clone(dw0)
 							}
-							streamBytes, backPipe, backPipeAbove, aheadRows = math.MaxInt, false, 0, false
+							streamBytes, backPipe, backPipeAbove, aheadRows = math.MaxInt, false, [2]int{}, false
 							if piped {
-								streamBytes, backPipe, aheadRows = 0, true, c/24%2 == 0
+								streamBytes, backPipe, aheadRows = 0, true, c/48%2 == 0
 							}
 							backwardWith(kk, n, g)
 							for i := span; i < len(window); i++ {
@@ -129,7 +142,7 @@ func TestBackwardPipe(t *testing.T) {
 						}
 						wdx, wdw := run(kernelGeneric, false)
 						gdx, gdw := run(k, true)
-						ctx := fmt.Sprintf("%s %v mode=%d Inv=%v DW=%v workers=%d f64Row=%d", k, sh, mode, withInv, withDW, workers, f64Row)
+						ctx := fmt.Sprintf("%s %v mode=%d Inv=%v DW=%v workers=%d inPlace=%v f64Row=%d", k, sh, mode, withInv, withDW, workers, inPlace, f64Row)
 						if i := firstDiff(gdx, wdx); i >= 0 {
 							t.Fatalf("%s: DX[%d] = %g (%#x), generic %g (%#x)", ctx, i, gdx[i], bitsOf(gdx[i]), wdx[i], bitsOf(wdx[i]))
 						}

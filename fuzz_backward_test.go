@@ -145,11 +145,11 @@ func FuzzBackward(f *testing.F) {
 }
 
 // pipedBackward runs f with the memory flags of rows from memory forced on, the backward's
-// prefetches ahead and its pipe too, for every row length (backPipeAbove 0).
+// prefetches ahead and its pipe too, for every row length (backPipeAbove zero).
 func pipedBackward(f func()) {
 	saved, savedAhead, savedPipe, savedAbove := streamBytes, aheadRows, backPipe, backPipeAbove
 	defer func() { streamBytes, aheadRows, backPipe, backPipeAbove = saved, savedAhead, savedPipe, savedAbove }()
-	streamBytes, aheadRows, backPipe, backPipeAbove = 0, true, true, 0
+	streamBytes, aheadRows, backPipe, backPipeAbove = 0, true, true, [2]int{}
 	f()
 }
 

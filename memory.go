@@ -92,8 +92,8 @@ func (j *job) rowBytes() uintptr {
 // Sapphire Rapids and Emerald Rapids (aheadRows) also flagAhead, with which the kernels' sum
 // passes prefetch the rows they read 1 KiB ahead of their loads and their dx pass, when dx goes
 // out with non-temporal stores, the next row (streamrule.Ahead has the measurements); and on
-// Zen 3 (backPipe) flagPipe where backwardPipes holds: the dx loop of the AVX2 RMSNorm functions
-// then forms the next row's sums too (streamrule.BackwardPipe).
+// Zen 3 (backPipe) flagPipe where backwardPipes holds (out of place, and in place): the dx loop of
+// the AVX2 RMSNorm functions then forms the next row's sums too (streamrule.BackwardPipe).
 //
 // On a Zen 5, prefetching the next row's x and dy while a row's dx goes out measured no faster at
 // 2048x4096 and 16384x4096 and 35-55% slower at 32768x128 (the hardware prefetchers already follow
@@ -121,10 +121,20 @@ func (j *job) setBackwardMemoryFlags() {
 
 // backwardPipes reports whether the rows of a streamed backward job can go through the AVX2
 // RMSNorm functions' pipe (flagPipe, on the CPUs of streamrule.BackwardPipe), whose loop has no
-// head and no tail: dx out with non-temporal stores (flagNT), d a multiple of 64 above
-// backPipeAbove, dx rows 32-byte aligned, and neither Center nor DB (the Layer functions have no
-// pipe). The other functions ignore the flag.
+// head and no tail: d a multiple of 64, dx rows 32-byte aligned, neither Center nor DB (the Layer
+// functions have no pipe), and either dx out with non-temporal stores (flagNT) or in place (DX is
+// DY, ordinary stores), d above backPipeAbove's limit for each. The other functions ignore the
+// flag.
 func (j *job) backwardPipes() bool {
-	return j.flags&(flagNT|flagCenter) == flagNT && j.db == nil && j.d%64 == 0 && j.d > backPipeAbove &&
-		uintptr(j.dst)%32 == 0 && uintptr(j.dstStride)*4%32 == 0
+	if j.flags&flagCenter != 0 || j.db != nil || j.d%64 != 0 ||
+		uintptr(j.dst)%32 != 0 || uintptr(j.dstStride)*4%32 != 0 {
+		return false
+	}
+	switch {
+	case j.flags&flagNT != 0:
+		return j.d > backPipeAbove[0]
+	case j.dst != nil && j.dst == j.dy:
+		return j.d > backPipeAbove[1]
+	}
+	return false
 }

@@ -38,10 +38,11 @@ var rowRule = streamrule.Rows(streamrule.Host())
 // Rapids and Emerald Rapids. A variable so that tests can run the kernels both ways.
 var aheadRows = streamrule.Ahead(streamrule.Host())
 
-// backPipe is whether streamed backward rows longer than backPipeAbove go through the AVX2
-// RMSNorm backward functions' pipe (flagPipe on a backward job; see setBackwardMemoryFlags), as
-// streamrule decides from cpuid: on Zen 3. Variables so that tests can run the kernels both ways.
+// backPipe is whether streamed backward rows go through the AVX2 RMSNorm backward functions' pipe
+// (flagPipe on a backward job; see setBackwardMemoryFlags), as streamrule decides from cpuid: on
+// Zen 3, rows longer than backPipeAbove[0] out of place and than backPipeAbove[1] in place.
+// Variables so that tests can run the kernels both ways.
 var (
 	backPipe      = streamrule.BackwardPipe(streamrule.Host())
-	backPipeAbove = streamrule.BackwardPipeAbove
+	backPipeAbove = [2]int{streamrule.BackwardPipeAbove, streamrule.BackwardPipeInPlaceAbove}
 )

@@ -25,5 +25,5 @@ var aheadRows = false
 // backPipe is false: flagPipe is for the assembly kernels, which this build does not have.
 var (
 	backPipe      = false
-	backPipeAbove = streamrule.BackwardPipeAbove
+	backPipeAbove = [2]int{streamrule.BackwardPipeAbove, streamrule.BackwardPipeInPlaceAbove}
 )

@@ -24,7 +24,7 @@ func withStreaming(on bool, f func()) {
 	streamBytes = math.MaxInt
 	if on {
 		// Every row length the pipes take (TestPipeFlag and TestBackwardPipeFlag test the limits).
-		streamBytes, pipeAbove, backPipeAbove = 0, 0, 0
+		streamBytes, pipeAbove, backPipeAbove = 0, 0, [2]int{}
 		streamState = streamState*6364136223846793005 + 1442695040888963407
 		pipeRows = streamState>>63 == 1
 		aheadRows = streamState>>62&1 == 1

@@ -664,6 +664,9 @@ func (b *bgen) dxLoop(op gradOp, invv, sv, one VecVirtual) {
 	fullSt := func(v VecVirtual, m Mem) { VMOVUPS(v, m) }
 	TESTL(U32(spec.FlagNT), b.flags())
 	JNZ(LabelRef(name + "nt"))
+	if b.backPipes() {
+		b.pipeLoop(op, name+"st", invv, sv, one, fullSt)
+	}
 	var next []GPVirtual // under flagAhead, the next row's x and dy, prefetched along the way
 	loop := func(l string, dxSt func(VecVirtual, Mem)) {
 		Label(l)
@@ -689,7 +692,7 @@ func (b *bgen) dxLoop(op gradOp, invv, sv, one VecVirtual) {
 	// is worked from the cache, as the forward pipe does; that row's sum pass then finds them
 	// there.
 	if b.backPipes() {
-		b.pipeLoop(op, name, invv, sv, one)
+		b.pipeLoop(op, name, invv, sv, one, func(v VecVirtual, m Mem) { VMOVNTPS(v, m) })
 	}
 	ahead := !b.center
 	body := name + "ntloop"
@@ -876,18 +879,21 @@ func (b *bgen) dxScalar(op gradOp, i GPVirtual) {
 	VMOVSS(t, at(b.dst)) // after every read of dy: dx may be dy
 }
 
-// pipeLoop emits the pipe of the dx pass (FlagPipe, with FlagNT; the Go side sets it on the CPUs
-// of streamrule.BackwardPipe for d a multiple of 64 and dx rows 32-byte aligned, tested again
-// here, d above zero too): when the call has a row after this one, one loop writes this row's dx (non-temporal
-// stores) and does its weight-gradient operation op, and also forms the next row's two sums, ss
-// in registers and c at accSlot[1] (AVX2 has registers for the one, not both), block
-// by block in the order of the sum passes (+0 plus the first product is that product); ss goes
-// to accSlot[0] at the end. That row then
-// skips both sum passes (piped). Each row from memory is read once in this loop and once more
-// from the cache, where the three passes of a row without the pipe read x three times and dy
-// twice, while the next row waited. Each block prefetches aheadBytes further on in the next row's
-// x and dy (past its end the row after: a prefetch never faults).
-func (b *bgen) pipeLoop(op gradOp, name string, invv, sv, one VecVirtual) {
+// pipeLoop emits the pipe of the dx pass (FlagPipe; the Go side sets it on the CPUs of
+// streamrule.BackwardPipe for d a multiple of 64 and dx rows 32-byte aligned, tested again here,
+// d above zero too), in two copies: dx out with non-temporal stores (FlagNT), and in place with
+// ordinary ones (dxSt). When the call has a row after this one, one loop writes this row's dx and
+// does its weight-gradient operation op, and also forms the next row's two sums, ss in registers
+// and c at accSlot[1] (AVX2 has registers for the one, not both), block by block in the order of
+// the sum passes (+0 plus the first product is that product); ss goes to accSlot[0] at the end.
+// That row then skips both sum passes (piped). Each row from memory is read once in this loop and
+// once more from the cache, where the three passes of a row without the pipe read x three times
+// and dy twice, while the next row waited. The next row's elements are loaded before this row's
+// dx (and P) of the same elements is stored: in place that store is to dy, and either way a load
+// after a store a row before at the same offset in the page waits on it (the other order measured
+// slower than no pipe). Each block prefetches aheadBytes further on in the next row's x and dy
+// (past its end the row after: a prefetch never faults).
+func (b *bgen) pipeLoop(op gradOp, name string, invv, sv, one VecVirtual, dxSt func(VecVirtual, Mem)) {
 	s := b.s
 	no := name + "nopipe"
 	TESTL(U32(spec.FlagPipe), b.flags())
@@ -916,7 +922,6 @@ func (b *bgen) pipeLoop(op gradOp, name string, invv, sv, one VecVirtual) {
 	XORQ(i, i)
 	full := func(m Mem, v VecVirtual) { VMOVUPS(m, v) }
 	fullSt := func(v VecVirtual, m Mem) { VMOVUPS(v, m) }
-	ntSt := func(v VecVirtual, m Mem) { VMOVNTPS(v, m) }
 	loop := func(l string) {
 		Label(l)
 		for _, p := range []GPVirtual{nx, ndy} {
@@ -934,7 +939,7 @@ func (b *bgen) pipeLoop(op gradOp, name string, invv, sv, one VecVirtual) {
 			VMULPS(xv, g, g)
 			VADDPS(cs.Offset(disp), g, g)
 			VMOVUPS(g, cs.Offset(disp))
-			b.dxVec(op, i, disp, invv, sv, one, full, fullSt, ntSt)
+			b.dxVec(op, i, disp, invv, sv, one, full, fullSt, dxSt)
 		}
 		ADDQ(U32(block), i)
 		CMPQ(i, b.d())

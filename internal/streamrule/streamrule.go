@@ -377,33 +377,49 @@ const PipeMinTo16 = 2048
 func Ahead(c CPU) bool { return zen3(c) || meshXeon(c) }
 
 // BackwardPipe reports whether the AVX2 backward kernel pipes streamed rows on c (FlagPipe on a
-// backward job: RMSNorm's functions, dx out with non-temporal stores, d a multiple of 64 above
-// BackwardPipeAbove, dx rows 32-byte aligned): the loop that writes a row's dx also forms the
-// next row's two sums (its squares and g*x), loaded from memory, and that row skips both sum
-// passes. Without it a row's x comes from memory in its first pass, its dy in the second, and
-// both again from the cache in the dx pass, memory idle while the row is worked from the cache.
-// The bits are the same either way.
+// backward job: RMSNorm's functions, d a multiple of 64, dx rows 32-byte aligned; dx out with
+// non-temporal stores for d above BackwardPipeAbove, or in place, ordinary stores into dy, for d
+// above BackwardPipeInPlaceAbove): the loop that writes a row's dx also forms the next row's two
+// sums (its squares and g*x), loaded from memory, and that row skips both sum passes. Without it
+// a row's x comes from memory in its first pass, its dy in the second, and both again from the
+// cache in the dx pass, memory idle while the row is worked from the cache. The bits are the
+// same either way.
 //
-// Measured on the Zen 3 above (2026-12-04), Norm.Backward with the avx2 kernel, out of place,
-// the pipe on against off alternated in one process, 41 pairs of calls, the median of the pairs'
-// time ratios (on/off), two runs where there are two:
+// Measured on the Zen 3 above (2026-12-04), Norm.Backward with the avx2 kernel, the pipe on
+// against off alternated in one process, 41 pairs of calls, the median of the pairs' time ratios
+// (on/off), two runs where there are two; in place, dy was copied back before each call, out of
+// the time:
 //
-//	            Inv, DW        Inv            DW (inv recomputed)
-//	2048x4096   0.756, 0.784   0.729, 0.682   0.706, 0.729
-//	16384x4096  0.797, 0.842   0.785, 0.815   0.846, 0.830
-//	512x8192    0.795, 0.751   0.682, 0.692   0.737, 0.767
-//	8192x1024   0.931, 0.958   0.870, 0.939   0.895, 0.926
-//	32768x512   0.984          0.997          0.997
-//	65536x256   0.994          0.973          0.975
-//	32768x128   0.979          0.920          1.045
+//	out of place  Inv, DW        Inv            DW (inv recomputed)
+//	2048x4096     0.756, 0.784   0.729, 0.682   0.706, 0.729
+//	16384x4096    0.797, 0.842   0.785, 0.815   0.846, 0.830
+//	512x8192      0.795, 0.751   0.682, 0.692   0.737, 0.767
+//	8192x1024     0.931, 0.958   0.870, 0.939   0.895, 0.926
+//	32768x512     0.984          0.997          0.997
+//	65536x256     0.994          0.973          0.975
+//	32768x128     0.979          0.920          1.045
 //
-// Rows of 512 and shorter gain nothing (BackwardPipeAbove). The loop prefetches the next row 1 KiB
-// ahead of its loads: without that prefetch 2048x4096 gave 0.80-0.87 and 8192x1024 1.01; 2 KiB
-// ahead measured as 1 KiB within noise. In the loop the next row's loads come before this row's
-// stores of the same elements: the other way round, where a load follows a store 16 KiB (a row)
-// before it at the same offset within the page, the pipe measured 1.08-1.36 (slower). Zen 3 only:
-// it picks the AVX2 kernel, and the pipe was measured there alone; other CPUs keep their loops.
+//	in place      Inv, DW        Inv            DW (inv recomputed)
+//	2048x4096     0.608, 0.691   0.604, 0.614   0.646
+//	16384x4096    0.752, 0.747   0.610, 0.745   0.756
+//	8192x1024     0.719, 0.713   0.689, 0.726   0.709
+//	32768x512     0.892, 0.818   0.881, 0.838   0.819
+//	65536x256     0.966, 0.947   0.926, 0.917   0.978
+//	32768x128     0.903, 0.969   0.950, 0.988   1.069
+//
+// Out of place, rows of 512 and shorter gain nothing (BackwardPipeAbove); in place rows of 256
+// and 512 gain, those of 128 do not (BackwardPipeInPlaceAbove). The loop prefetches the next
+// row 1 KiB ahead of its loads: without that prefetch 2048x4096 gave 0.80-0.87 and 8192x1024
+// 1.01 (out of place); 2 KiB ahead measured as 1 KiB within noise. In the loop the next row's
+// loads come before this row's stores of the same elements: the other way round, where a load
+// follows a store 16 KiB (a row) before it at the same offset within the page, the pipe measured
+// 1.08-1.36 (slower). Zen 3 only: it picks the AVX2 kernel, and the pipe was measured there alone;
+// other CPUs keep their loops.
 func BackwardPipe(c CPU) bool { return zen3(c) }
 
-// BackwardPipeAbove is the row length above which BackwardPipe's rows take the pipe.
-const BackwardPipeAbove = 512
+// BackwardPipeAbove is the row length above which BackwardPipe's rows take the pipe out of place
+// (dx with non-temporal stores), and BackwardPipeInPlaceAbove the one in place.
+const (
+	BackwardPipeAbove        = 512
+	BackwardPipeInPlaceAbove = 128
+)

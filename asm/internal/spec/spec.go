@@ -359,9 +359,9 @@ const (
 	// with FlagRN): the
 	// scale pass of a row sums the next row's squares in the same loop, so that loading the next
 	// row overlaps storing this one; in the Layer functions, with FlagCenter, the next row's
-	// elements for its mean. On a backward job (AVX2's RMSNorm functions, with FlagNT; d a
-	// multiple of 64, dx rows 32-byte aligned): the dx pass of a row forms the next row's sums of
-	// squares and of g*x in the same loop, and that row skips its sum passes.
+	// elements for its mean. On a backward job (AVX2's RMSNorm functions, with FlagNT or in
+	// place; d a multiple of 64, dx rows 32-byte aligned): the dx pass of a row forms the next
+	// row's sums of squares and of g*x in the same loop, and that row skips its sum passes.
 	FlagPipe = 64
 	// FlagAhead (backward, rows from memory, on the CPUs of streamrule.Ahead): the sum passes
 	// prefetch the rows they read 1 KiB ahead of their loads, and the dx pass, working from the

@@ -105,10 +105,13 @@ func TestBackwardPipe(t *testing.T) {
 						fill(w, classNormal, r)
 						dw0 := make([]float32, d)
 						fill(dw0, classNormal, r)
-						c := runs // the form, Inv, DW, Workers, in place and flagAhead cycle with the runs
+						// The form, Inv, DW, Workers, in place and flagAhead cycle with the runs;
+						// the last two also shift with each row length (24 runs), so that every
+						// d meets each of them.
+						c := runs
 						mode := []weightMode{weighted, offset, unweighted}[c%3]
 						withInv, withDW, workers := c/3%2 == 0, c/6%2 == 0, []int{1, 3}[c/12%2]
-						inPlace := c/24%2 == 0
+						inPlace, ahead := (c+c/24)%2 == 0, (c/2+c/24)%2 == 0
 						n := Norm{Weight: w, Eps: eps, UnitOffset: mode == offset, Workers: workers}
 						if mode == unweighted {
 							n = Norm{Dim: d, Eps: eps, Workers: workers}
@@ -130,7 +133,7 @@ func TestBackwardPipe(t *testing.T) {
 							}
 							streamBytes, backPipe, backPipeAbove, aheadRows = math.MaxInt, false, [2]int{}, false
 							if piped {
-								streamBytes, backPipe, aheadRows = 0, true, c/48%2 == 0
+								streamBytes, backPipe, aheadRows = 0, true, ahead
 							}
 							backwardWith(kk, n, g)
 							for i := span; i < len(window); i++ {

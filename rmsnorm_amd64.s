@@ -39376,14 +39376,6 @@ dxnonestpipeloopw:
 	ADDQ       $0x00000040, R10
 	CMPQ       R10, job_d+0(AX)
 	JB         dxnonestpipeloopw
-	VMOVUPS    Y3, 32(SP)
-	VMOVUPS    Y4, 64(SP)
-	VMOVUPS    Y5, 96(SP)
-	VMOVUPS    Y6, 128(SP)
-	VMOVUPS    Y7, 160(SP)
-	VMOVUPS    Y8, 192(SP)
-	VMOVUPS    Y9, 224(SP)
-	VMOVUPS    Y10, 256(SP)
 	JMP        dxnonestpiped
 
 dxnonestpipeloop:
@@ -39550,18 +39542,18 @@ dxnonestpipeloop:
 	ADDQ       $0x00000040, R10
 	CMPQ       R10, job_d+0(AX)
 	JB         dxnonestpipeloop
-	VMOVUPS    Y3, 32(SP)
-	VMOVUPS    Y4, 64(SP)
-	VMOVUPS    Y5, 96(SP)
-	VMOVUPS    Y6, 128(SP)
-	VMOVUPS    Y7, 160(SP)
-	VMOVUPS    Y8, 192(SP)
-	VMOVUPS    Y9, 224(SP)
-	VMOVUPS    Y10, 256(SP)
 
 dxnonestpiped:
-	MOVQ $0x00000001, 16(SP)
-	JMP  rowdonenone
+	VMOVUPS Y3, 32(SP)
+	VMOVUPS Y4, 64(SP)
+	VMOVUPS Y5, 96(SP)
+	VMOVUPS Y6, 128(SP)
+	VMOVUPS Y7, 160(SP)
+	VMOVUPS Y8, 192(SP)
+	VMOVUPS Y9, 224(SP)
+	VMOVUPS Y10, 256(SP)
+	MOVQ    $0x00000001, 16(SP)
+	JMP     rowdonenone
 
 dxnonestnopipe:
 	// A plain weight's main loop multiplies by w itself.
@@ -39840,14 +39832,6 @@ dxnonepipeloopw:
 	ADDQ       $0x00000040, R10
 	CMPQ       R10, job_d+0(AX)
 	JB         dxnonepipeloopw
-	VMOVUPS    Y3, 32(SP)
-	VMOVUPS    Y4, 64(SP)
-	VMOVUPS    Y5, 96(SP)
-	VMOVUPS    Y6, 128(SP)
-	VMOVUPS    Y7, 160(SP)
-	VMOVUPS    Y8, 192(SP)
-	VMOVUPS    Y9, 224(SP)
-	VMOVUPS    Y10, 256(SP)
 	JMP        dxnonepiped
 
 dxnonepipeloop:
@@ -40014,18 +39998,18 @@ dxnonepipeloop:
 	ADDQ       $0x00000040, R10
 	CMPQ       R10, job_d+0(AX)
 	JB         dxnonepipeloop
-	VMOVUPS    Y3, 32(SP)
-	VMOVUPS    Y4, 64(SP)
-	VMOVUPS    Y5, 96(SP)
-	VMOVUPS    Y6, 128(SP)
-	VMOVUPS    Y7, 160(SP)
-	VMOVUPS    Y8, 192(SP)
-	VMOVUPS    Y9, 224(SP)
-	VMOVUPS    Y10, 256(SP)
 
 dxnonepiped:
-	MOVQ $0x00000001, 16(SP)
-	JMP  rowdonenone
+	VMOVUPS Y3, 32(SP)
+	VMOVUPS Y4, 64(SP)
+	VMOVUPS Y5, 96(SP)
+	VMOVUPS Y6, 128(SP)
+	VMOVUPS Y7, 160(SP)
+	VMOVUPS Y8, 192(SP)
+	VMOVUPS Y9, 224(SP)
+	VMOVUPS Y10, 256(SP)
+	MOVQ    $0x00000001, 16(SP)
+	JMP     rowdonenone
 
 dxnonenopipe:
 	MOVQ CX, R10
@@ -40408,14 +40392,6 @@ dxsetstpipeloopw:
 	ADDQ       $0x00000040, R11
 	CMPQ       R11, job_d+0(AX)
 	JB         dxsetstpipeloopw
-	VMOVUPS    Y3, 32(SP)
-	VMOVUPS    Y4, 64(SP)
-	VMOVUPS    Y5, 96(SP)
-	VMOVUPS    Y6, 128(SP)
-	VMOVUPS    Y7, 160(SP)
-	VMOVUPS    Y8, 192(SP)
-	VMOVUPS    Y9, 224(SP)
-	VMOVUPS    Y10, 256(SP)
 	JMP        dxsetstpiped
 
 dxsetstpipeloop:
@@ -40606,18 +40582,18 @@ dxsetstpipeloop:
 	ADDQ       $0x00000040, R11
 	CMPQ       R11, job_d+0(AX)
 	JB         dxsetstpipeloop
-	VMOVUPS    Y3, 32(SP)
-	VMOVUPS    Y4, 64(SP)
-	VMOVUPS    Y5, 96(SP)
-	VMOVUPS    Y6, 128(SP)
-	VMOVUPS    Y7, 160(SP)
-	VMOVUPS    Y8, 192(SP)
-	VMOVUPS    Y9, 224(SP)
-	VMOVUPS    Y10, 256(SP)
 
 dxsetstpiped:
-	MOVQ $0x00000001, 16(SP)
-	JMP  rowdoneset
+	VMOVUPS Y3, 32(SP)
+	VMOVUPS Y4, 64(SP)
+	VMOVUPS Y5, 96(SP)
+	VMOVUPS Y6, 128(SP)
+	VMOVUPS Y7, 160(SP)
+	VMOVUPS Y8, 192(SP)
+	VMOVUPS Y9, 224(SP)
+	VMOVUPS Y10, 256(SP)
+	MOVQ    $0x00000001, 16(SP)
+	JMP     rowdoneset
 
 dxsetstnopipe:
 	// A plain weight's main loop multiplies by w itself.
@@ -40944,14 +40920,6 @@ dxsetpipeloopw:
 	ADDQ       $0x00000040, R11
 	CMPQ       R11, job_d+0(AX)
 	JB         dxsetpipeloopw
-	VMOVUPS    Y3, 32(SP)
-	VMOVUPS    Y4, 64(SP)
-	VMOVUPS    Y5, 96(SP)
-	VMOVUPS    Y6, 128(SP)
-	VMOVUPS    Y7, 160(SP)
-	VMOVUPS    Y8, 192(SP)
-	VMOVUPS    Y9, 224(SP)
-	VMOVUPS    Y10, 256(SP)
 	JMP        dxsetpiped
 
 dxsetpipeloop:
@@ -41142,18 +41110,18 @@ dxsetpipeloop:
 	ADDQ       $0x00000040, R11
 	CMPQ       R11, job_d+0(AX)
 	JB         dxsetpipeloop
-	VMOVUPS    Y3, 32(SP)
-	VMOVUPS    Y4, 64(SP)
-	VMOVUPS    Y5, 96(SP)
-	VMOVUPS    Y6, 128(SP)
-	VMOVUPS    Y7, 160(SP)
-	VMOVUPS    Y8, 192(SP)
-	VMOVUPS    Y9, 224(SP)
-	VMOVUPS    Y10, 256(SP)
 
 dxsetpiped:
-	MOVQ $0x00000001, 16(SP)
-	JMP  rowdoneset
+	VMOVUPS Y3, 32(SP)
+	VMOVUPS Y4, 64(SP)
+	VMOVUPS Y5, 96(SP)
+	VMOVUPS Y6, 128(SP)
+	VMOVUPS Y7, 160(SP)
+	VMOVUPS Y8, 192(SP)
+	VMOVUPS Y9, 224(SP)
+	VMOVUPS Y10, 256(SP)
+	MOVQ    $0x00000001, 16(SP)
+	JMP     rowdoneset
 
 dxsetnopipe:
 	MOVQ CX, R11
@@ -41585,14 +41553,6 @@ dxaddstpipeloopw:
 	ADDQ       $0x00000040, R12
 	CMPQ       R12, job_d+0(AX)
 	JB         dxaddstpipeloopw
-	VMOVUPS    Y3, 32(SP)
-	VMOVUPS    Y4, 64(SP)
-	VMOVUPS    Y5, 96(SP)
-	VMOVUPS    Y6, 128(SP)
-	VMOVUPS    Y7, 160(SP)
-	VMOVUPS    Y8, 192(SP)
-	VMOVUPS    Y9, 224(SP)
-	VMOVUPS    Y10, 256(SP)
 	JMP        dxaddstpiped
 
 dxaddstpipeloop:
@@ -41799,18 +41759,18 @@ dxaddstpipeloop:
 	ADDQ       $0x00000040, R12
 	CMPQ       R12, job_d+0(AX)
 	JB         dxaddstpipeloop
-	VMOVUPS    Y3, 32(SP)
-	VMOVUPS    Y4, 64(SP)
-	VMOVUPS    Y5, 96(SP)
-	VMOVUPS    Y6, 128(SP)
-	VMOVUPS    Y7, 160(SP)
-	VMOVUPS    Y8, 192(SP)
-	VMOVUPS    Y9, 224(SP)
-	VMOVUPS    Y10, 256(SP)
 
 dxaddstpiped:
-	MOVQ $0x00000001, 16(SP)
-	JMP  rowdoneadd
+	VMOVUPS Y3, 32(SP)
+	VMOVUPS Y4, 64(SP)
+	VMOVUPS Y5, 96(SP)
+	VMOVUPS Y6, 128(SP)
+	VMOVUPS Y7, 160(SP)
+	VMOVUPS Y8, 192(SP)
+	VMOVUPS Y9, 224(SP)
+	VMOVUPS Y10, 256(SP)
+	MOVQ    $0x00000001, 16(SP)
+	JMP     rowdoneadd
 
 dxaddstnopipe:
 	// A plain weight's main loop multiplies by w itself.
@@ -42169,14 +42129,6 @@ dxaddpipeloopw:
 	ADDQ       $0x00000040, R12
 	CMPQ       R12, job_d+0(AX)
 	JB         dxaddpipeloopw
-	VMOVUPS    Y3, 32(SP)
-	VMOVUPS    Y4, 64(SP)
-	VMOVUPS    Y5, 96(SP)
-	VMOVUPS    Y6, 128(SP)
-	VMOVUPS    Y7, 160(SP)
-	VMOVUPS    Y8, 192(SP)
-	VMOVUPS    Y9, 224(SP)
-	VMOVUPS    Y10, 256(SP)
 	JMP        dxaddpiped
 
 dxaddpipeloop:
@@ -42383,18 +42335,18 @@ dxaddpipeloop:
 	ADDQ       $0x00000040, R12
 	CMPQ       R12, job_d+0(AX)
 	JB         dxaddpipeloop
-	VMOVUPS    Y3, 32(SP)
-	VMOVUPS    Y4, 64(SP)
-	VMOVUPS    Y5, 96(SP)
-	VMOVUPS    Y6, 128(SP)
-	VMOVUPS    Y7, 160(SP)
-	VMOVUPS    Y8, 192(SP)
-	VMOVUPS    Y9, 224(SP)
-	VMOVUPS    Y10, 256(SP)
 
 dxaddpiped:
-	MOVQ $0x00000001, 16(SP)
-	JMP  rowdoneadd
+	VMOVUPS Y3, 32(SP)
+	VMOVUPS Y4, 64(SP)
+	VMOVUPS Y5, 96(SP)
+	VMOVUPS Y6, 128(SP)
+	VMOVUPS Y7, 160(SP)
+	VMOVUPS Y8, 192(SP)
+	VMOVUPS Y9, 224(SP)
+	VMOVUPS Y10, 256(SP)
+	MOVQ    $0x00000001, 16(SP)
+	JMP     rowdoneadd
 
 dxaddnopipe:
 	MOVQ CX, R12

@@ -131,21 +131,22 @@ func backward(s *isa, bv spec.BackwardVariant) {
 func (b *bgen) rmsRow(withDB bool) {
 	s := b.s
 	var ss, c VecVirtual
-	if s == avx512 {
+	switch {
+	case s == avx512:
 		acc := b.sums("sum", true, true)
 		ss, c = s.partial(acc[0]), s.partial(acc[1])
 		ss = s.finish1(ss)
-	} else if !b.backPipes() {
+	case b.backPipes():
+		ss, c = b.pipedSums()
+	default: // AVX2's Layer functions: c after the range test of ss
 		acc := b.sums("sumss", true, false)
 		ss = s.finish1(s.partial(acc[0]))
 	}
-	if b.backPipes() {
-		ss, c = b.pipedSums()
-	}
 	inv := b.invRow(ss)
-	if s == avx512 {
+	switch {
+	case s == avx512:
 		c = s.finish1(c)
-	} else if !b.backPipes() {
+	case !b.backPipes():
 		acc := b.sums("sumc", false, true)
 		c = s.finish1(s.partial(acc[1]))
 	}
@@ -944,13 +945,13 @@ func (b *bgen) pipeLoop(op gradOp, name string, invv, sv, one VecVirtual, dxSt f
 		ADDQ(U32(block), i)
 		CMPQ(i, b.d())
 		JB(LabelRef(l))
-		for k, a := range ss {
-			VMOVUPS(a, b.accSlot[0].Offset(k*s.vbytes()))
-		}
 		JMP(LabelRef(name + "piped"))
 	}
 	b.formLoops(name+"pipeloop", loop)
 	Label(name + "piped")
+	for k, a := range ss {
+		VMOVUPS(a, b.accSlot[0].Offset(k*s.vbytes()))
+	}
 	MOVQ(U32(1), b.piped)
 	JMP(LabelRef(b.bl("rowdone" + opNames[op])))
 	Label(no)

@@ -1503,7 +1503,9 @@ func (g *gen) pipeRowChecks(no string) GPVirtual {
 // In the Layer function (with flagCenter; a row without it is not piped) the loop writes
 // y = ((x-m)*inv)*w + bias and sums the next row's elements instead (+0 + x is the sum pass's
 // first add), and that row goes on to its mean, then to its centered squares, which read it from
-// the cache.
+// the cache. A pipe two rows deep, whose loop also formed the next row's centered squares and
+// summed the row after, measured 0.94-1.10x this one's time on a Zen 3 (both read two rows, the
+// weight and the bias from L2 for every row; bench/results/amd-zen3-milan.txt): not kept.
 //
 // Each block also prefetches the lines aheadBytes bytes further on in the next row, past its end
 // the lines after it: the row after next when rows are back to back, the gap of a stride

@@ -95,7 +95,7 @@ func float32ToF16(f float32) uint16 {
 	case a >= 0x38800000: // |f| >= 2^-14: a normal binary16
 		a -= 112 << 23 // rebias the exponent from 127 to 15
 		return sign | uint16((a+0xfff+(a>>13)&1)>>13)
-	case a < 0x33000000: // |f| <= 2^-25: rounds to zero (2^-25 itself ties to even, 0)
+	case a < 0x33000000: // |f| < 2^-25: rounds to zero (2^-25 itself, a tie, goes to the subnormal case and to even, 0)
 		return sign
 	}
 	// Subnormal result: round |f| / 2^-24 to an integer, ties to even.

@@ -105,8 +105,8 @@
 //  4. y[i] = (c[i]*inv)*w'[i], then y[i] + Bias[i] when Bias is set (without a weight: c[i]*inv,
 //     then the bias).
 //  5. A row whose s is not finite, or whose t is outside [2^-100, MaxFloat32], takes the float64
-//     path: the mean (the float64 sum of x in increasing i, over d), c, ss, inv and y in float64
-//     from the exact x, y rounded to float32 once.
+//     path: the mean (the float64 sum of x in increasing i from +0, over d), c, ss, inv and y in
+//     float64 from the exact x, y rounded to float32 once.
 //
 // Without Center, a Bias adds step 4's + Bias[i] to RMSNorm's y (on the float64 path, in float64
 // before the one rounding). Rows.Mean (and Rows16.Mean, RowsTo16.Mean) receives m of each row
@@ -150,7 +150,9 @@
 //     rounded the same way.
 //   - LayerNorm (Center, Bias) runs its steps 1-5 on the widened row: y[i] = round16 of its
 //     float32 y, one rounding; with RoundNormalized and a weight, n = round16(c[i]*inv) first,
-//     then y[i] = round16(n*w'[i] + Bias[i]), the product and the add in float32.
+//     then y[i] = round16(n*w'[i] + Bias[i]), the product and the add in float32 (on the float64
+//     path n = round16 of float32(c[i]*inv), the product and the add in float64, and y rounded to
+//     float32 before round16, as for RMSNorm).
 //   - round16 rounds to nearest, ties to even; subnormal inputs and results are kept, never
 //     flushed to zero; binary16 overflows to ±Inf (from 65520 up); a NaN stays NaN (payload
 //     unspecified; bfloat16 gives 0x7fc0); the sign of zero is kept.
@@ -188,8 +190,9 @@
 //  6. A row is classified by its own sum of squares: a row whose t (step 3 of the forward) lies
 //     outside [2^-100, MaxFloat32] takes the float64 path of the forward, and its backward is
 //     computed in float64 too (inv recomputed in float64, whatever Grad.Inv holds; g, c, s and dx
-//     in float64 as above, dx rounded to float32 once; q[i] = float32(dy[i]*(x[i]*inv)) summed
-//     into the blocks like any row's).
+//     in float64 as above, with w' = 1 + float64(w[i]) for UnitOffset as on the forward's
+//     float64 path and c summed from +0 in increasing i, dx rounded to float32 once;
+//     q[i] = float32(dy[i]*(x[i]*inv)) summed into the blocks like any row's).
 //
 // With Center (LayerNorm) the steps are, for row x with m and inv the forward's bit for bit
 // (Grad.Mean and Grad.Inv, or recomputed by the LayerNorm steps 1-3 when nil; the row's class,
@@ -205,8 +208,9 @@
 //     sums dy[i] in the same blocks: P = dy of the block's first row, then P = P + dy, then
 //     DB[i] = DB[i] + P[i] block after block.
 //  6. A row on the float64 path recomputes m and inv in float64 (whatever Grad.Mean and Grad.Inv
-//     hold); n, g, both means and dx are float64 (dx[i] = inv*((g[i]-a) - n[i]*b), rounded
-//     once); q[i] = float32(dy[i]*n[i]) and dy go into the blocks like any row's.
+//     hold); n, g, both means and dx are float64 (w' = 1 + float64(w[i]) for UnitOffset, the
+//     sums from +0 in increasing i; dx[i] = inv*((g[i]-a) - n[i]*b), rounded once);
+//     q[i] = float32(dy[i]*n[i]) and dy go into the blocks like any row's.
 //
 // A Bias without Center leaves dx and DW those of RMSNorm; DB sums dy as in step 5.
 //

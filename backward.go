@@ -10,8 +10,9 @@ import (
 type Grad struct {
 	// DX receives dL/dx for the rows of X, at their positions, given DY = dL/dy. DX may be DY
 	// itself (in place: the same first element) or share no memory with DY; it shares none with X,
-	// Inv, DW or the weight. A nil DX asks for the weight gradient alone (DW): no dx is written
-	// (Backward reads DY, X and Inv as usual).
+	// Inv, Mean, DW, DB, the weight or the bias (the package doc has every overlap rule). A nil DX
+	// asks for the weight gradient alone (DW): no dx is written (Backward reads DY, X and Inv as
+	// usual).
 	DX []float32
 	// X holds the rows the forward pass normalized (with Rows.Residual: h, the sum it stored).
 	X []float32
@@ -132,6 +133,14 @@ func backwardRows(n *Norm, g *Grad, k kernelID) {
 	j.runBackward(k, n.Workers)
 }
 
+// emptyWeight words a weight of length 0 for a message: nil, or empty (a slice of length 0).
+func emptyWeight(w []float32) string {
+	if w == nil {
+		return "nil"
+	}
+	return "empty"
+}
+
 // explainBackward panics with the first rule a Backward call breaks, as explainForward does.
 func explainBackward(n *Norm, g *Grad) string {
 	nm := &backwardNames
@@ -141,7 +150,7 @@ func explainBackward(n *Norm, g *Grad) string {
 		nm.fail("N = %d and Stride = %d must not be negative", rows, stride)
 	}
 	if d == 0 && (len(g.X) != 0 || rows != 0) {
-		nm.fail("the row length is 0 (Weight is empty and Dim is 0) with len(X) = %d and N = %d", len(g.X), rows)
+		nm.fail("the row length is 0 (Weight is %s and Dim is 0) with len(X) = %d and N = %d", emptyWeight(n.Weight), len(g.X), rows)
 	}
 	var span int
 	if rows == 0 {

@@ -71,7 +71,8 @@ func TestBackwardBadInput(t *testing.T) {
 		{"UnitOffset without a weight", Norm{Dim: 4, Eps: 1e-6, UnitOffset: true}, Grad{DX: s(8), X: buf[:8], DY: s(8)}, []string{"UnitOffset", "Weight is nil"}},
 		{"Dim disagrees with Weight", Norm{Weight: w4, Dim: 5, Eps: 1e-6}, Grad{DX: s(8), X: buf[:8], DY: s(8)}, []string{"Dim = 5", "len(Weight) = 4"}},
 		{"negative Dim", Norm{Dim: -4, Eps: 1e-6}, Grad{DX: s(8), X: buf[:8], DY: s(8)}, []string{"Dim = -4"}},
-		{"no row length", Norm{Eps: 1e-6}, Grad{DX: s(8), X: buf[:8], DY: s(8)}, []string{"row length is 0", "len(X) = 8"}},
+		{"no row length", Norm{Eps: 1e-6}, Grad{DX: s(8), X: buf[:8], DY: s(8)}, []string{"row length is 0", "Weight is nil", "len(X) = 8"}},
+		{"no row length, an empty weight", Norm{Weight: []float32{}, Eps: 1e-6}, Grad{DX: s(8), X: buf[:8], DY: s(8)}, []string{"row length is 0", "Weight is empty", "len(X) = 8"}},
 
 		// Overlaps. DW is written (accumulated), DX is written; X, DY, Weight and Inv are read.
 		{"DW overlaps X", nw, Grad{DX: s(8), X: buf[0:8], DY: s(8), DW: buf[4:8]}, []string{"DW overlaps X"}},

@@ -74,7 +74,7 @@ type Rows struct {
 	DstStride int
 	// Residual, when set, fuses the residual add of a pre-norm block: for each element
 	// h = X + Residual (a float32 add), Residual = h, and the row normalized is h. It must not
-	// overlap X, Dst, the weight or Inv.
+	// overlap X, Dst, the weight, the bias, Inv or Mean (the package doc has every overlap rule).
 	Residual []float32
 	// Inv, when set, receives 1/rms of each row (the inv of the package documentation) for a
 	// backward pass: Inv[r] for row r. It needs room for every row.
@@ -238,8 +238,8 @@ type Rows16 struct {
 	DstStride int
 	// Residual, when set, holds the residual stream in the format of X: for each element
 	// h = round16(X + Residual) (a float32 add, then one rounding) is stored back into Residual,
-	// and h is the row normalized. It has the layout of X and must not overlap X, Dst, the weight
-	// or Inv.
+	// and h is the row normalized. It has the layout of X and must not overlap X, Dst, the weight,
+	// the bias, Inv or Mean.
 	Residual []uint16
 	// Inv, when set, receives 1/rms of each row as float32 (Inv[r] for row r), the inv the
 	// output was computed with, for a backward pass. It needs room for every row.

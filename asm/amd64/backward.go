@@ -240,7 +240,8 @@ func (b *bgen) prologue() {
 }
 
 // sums forms, in one pass over the row, the 64 partials of ss (withSS) and of c (withC); it
-// returns the accumulators of each (nil for the one not formed).
+// returns the accumulators of each (nil for the one not formed, and for g's of a centered row on
+// AVX2, which it leaves at accSlot[0]: see centeredRow).
 func (b *bgen) sums(name string, withSS, withC bool) [2][]VecVirtual {
 	s := b.s
 	if b.center {
@@ -249,8 +250,18 @@ func (b *bgen) sums(name string, withSS, withC bool) [2][]VecVirtual {
 		Comment(fmt.Sprintf("Partial sums (ss %v, c %v): element i goes to partial i%%64.", withSS, withC))
 	}
 	var acc [2][]VecVirtual
+	// gSlot: AVX2's centered rows form both sums in one pass, g's partials on the stack at
+	// accSlot[0] (see centeredRow).
+	gSlot := b.center && withSS && withC && !s.masked
+	if gSlot {
+		z := s.vec()
+		s.zero(z)
+		for k := 0; k < block/s.lanes; k++ {
+			VMOVUPS(z, b.accSlot[0].Offset(k*s.vbytes()))
+		}
+	}
 	for k, on := range []bool{withSS, withC} {
-		if !on {
+		if !on || (k == 0 && gSlot) {
 			continue
 		}
 		acc[k] = b.accs[k]
@@ -275,7 +286,7 @@ func (b *bgen) sums(name string, withSS, withC bool) [2][]VecVirtual {
 	add := func(i GPVirtual, disp int, ld func(m Mem, v VecVirtual), km Op) {
 		k := disp / s.vbytes() % (block / s.lanes)
 		if b.center {
-			b.centeredAdd(acc, k, i, disp, ld, km, one)
+			b.centeredAdd(acc, gSlot, k, i, disp, ld, km, one)
 			return
 		}
 		xv := s.vec()
@@ -401,7 +412,7 @@ func (b *bgen) sums(name string, withSS, withC bool) [2][]VecVirtual {
 	CMPQ(j, rem)
 	JGE(LabelRef(done))
 	for a := range acc {
-		for k, v := range acc[a] {
+		for k, v := range acc[a] { // none for g with gSlot: its partials are there already
 			VMOVUPS(v, b.accSlot[a].Offset(k*s.vbytes()))
 		}
 	}
@@ -444,6 +455,16 @@ func (b *bgen) sums(name string, withSS, withC bool) [2][]VecVirtual {
 		}
 	}
 	Label(done)
+	return acc
+}
+
+// slotPartials loads the 64 partials at slot into new registers and returns them.
+func (b *bgen) slotPartials(slot Mem) []VecVirtual {
+	acc := make([]VecVirtual, block/b.s.lanes)
+	for k := range acc {
+		acc[k] = b.s.vec()
+		VMOVUPS(slot.Offset(k*b.s.vbytes()), acc[k])
+	}
 	return acc
 }
 

@@ -19,9 +19,10 @@ import (
 //	       (gen.sumSquares), so the same float64-path test; inv = 1/sqrt(ss/d + eps) or Inv[r],
 //	       m or Mean[r]. With flagPF (rows from memory) the second pass, which reads x from the
 //	       cache, prefetches the row's dy (pfRow; see setBackwardMemoryFlags)
-//	grads: with n = (x-m)*inv and g = dy*w', the 64 partials of g and of g*n (AVX-512 in one
-//	       pass, AVX2 in two, as the RMSNorm sums); a = sum(g)/d, b = sum(g*n)/d. With flagPF
-//	       the pass over x and dy prefetches the next row's x (sums)
+//	grads: with n = (x-m)*inv and g = dy*w', the 64 partials of g and of g*n in one pass (AVX2,
+//	       which has registers for one set of partials beside the loop's own, keeps g's on the
+//	       stack); a = sum(g)/d, b = sum(g*n)/d. With flagPF the pass over x and dy prefetches
+//	       the next row's x (sums)
 //	dx:    dx = inv*((g - a) - n*b), and q = dy*n into the weight gradient's block: the RMSNorm
 //	       dx loops (dxRow) with a centered element step
 //
@@ -60,18 +61,15 @@ func (b *bgen) centeredRow() {
 	b.center = true
 	b.invv = s.vec()
 	VBROADCASTSS(inv, b.invv)
+	acc := b.sums(b.bl("gsum"), true, true)
 	var pg, pn VecVirtual
-	if s == avx512 {
-		acc := b.sums(b.bl("gsum"), true, true)
-		pg, pn = s.partial(acc[0]), s.partial(acc[1])
-		pg = s.finish1(pg)
-		pn = s.finish1(pn)
+	if acc[0] == nil { // AVX2: g's partials on the stack, loaded once pn's are reduced
+		pn = s.partial(acc[1])
+		pg = s.partial(b.slotPartials(b.accSlot[0]))
 	} else {
-		acc := b.sums(b.bl("gsum"), true, false)
-		pg = s.finish1(s.partial(acc[0]))
-		acc = b.sums(b.bl("gnsum"), false, true)
-		pn = s.finish1(s.partial(acc[1]))
+		pg, pn = s.partial(acc[0]), s.partial(acc[1])
 	}
+	pg, pn = s.finish1(pg), s.finish1(pn)
 	Comment("a = sum(g)/d and b = sum(g*n)/d")
 	a, bc := XMM(), XMM()
 	b.divideByD(pg, a, false)
@@ -101,11 +99,18 @@ func (b *bgen) centered(i GPVirtual, disp int, ld func(Mem, VecVirtual), km Op, 
 
 // centeredAdd is the step of sums for a vector of a centered row: g (and n when pn is formed)
 // from the elements at i plus disp bytes, read with ld through the k-mask km at the end of a row
-// (nil elsewhere), then pg (acc[0], when formed) += g and pn (acc[1]) += g*n. The lanes past the
-// row give g = 0 (dy and w read as zeros) and n = 0, so they add +0.
-func (b *bgen) centeredAdd(acc [2][]VecVirtual, k int, i GPVirtual, disp int, ld func(Mem, VecVirtual), km Op, one VecVirtual) {
+// (nil elsewhere), then pg (acc[0], or with gSlot its partials at accSlot[0]) += g and pn
+// (acc[1]) += g*n. The lanes past the row give g = 0 (dy and w read as zeros) and n = 0, so they
+// add +0.
+func (b *bgen) centeredAdd(acc [2][]VecVirtual, gSlot bool, k int, i GPVirtual, disp int, ld func(Mem, VecVirtual), km Op, one VecVirtual) {
 	g := b.grad(i, disp, ld, one)
-	if acc[0] != nil {
+	switch {
+	case gSlot:
+		p := b.accSlot[0].Offset(k * b.s.vbytes())
+		t := b.s.vec()
+		VADDPS(p, g, t) // g + p: the same bits as p + g
+		VMOVUPS(t, p)
+	case acc[0] != nil:
 		VADDPS(g, acc[0][k], acc[0][k])
 	}
 	if acc[1] == nil {

@@ -74,6 +74,12 @@ type bgen struct {
 	piped Mem
 	accs  [2][]VecVirtual
 	layer bool // a Layer function (spec.BackwardVariant.Layer)
+
+	// The row's class decided after its sums of g and g*n (defersClass): deferred is 1 from the
+	// point a row skips its class passes to the point it has passed or taken them; maxv, while
+	// the sums are emitted, gathers the largest |x| of the row as raw bits.
+	deferred Mem
+	maxv     VecVirtual
 }
 
 // backPipes reports whether the function has the backward pipe (FlagPipe): the AVX2 RMSNorm
@@ -97,6 +103,9 @@ func backward(s *isa, bv spec.BackwardVariant) {
 		b.piped = AllocLocal(8)
 	}
 	b.fd, b.rd = AllocLocal(4), AllocLocal(4)
+	if b.defersClass() {
+		b.deferred = AllocLocal(8)
+	}
 	if !s.masked {
 		b.accSlot = [2]Mem{AllocLocal(4 * block), AllocLocal(4 * block)}
 		if bv.Layer {
@@ -307,15 +316,15 @@ func (b *bgen) sums(name string, withSS, withC bool) [2][]VecVirtual {
 	XORQ(i, i)
 	MOVQ(b.d(), lim)
 	SUBQ(U32(block), lim)
-	var pf GPVirtual      // the next row's x, prefetched along the way (see below)
+	var pf []GPVirtual    // the next row's x (and dy), prefetched along the way (see below)
 	var ahead []GPVirtual // under flagAhead, the rows this pass reads, prefetched aheadBytes on
 	loop := func(l string) {
 		Label(l)
 		CMPQ(i, lim)
 		JG(LabelRef(name + "tail"))
-		if pf != nil {
+		for _, p := range pf {
 			for off := 0; off < block*4; off += 64 {
-				prefetch(b.at(pf, i, off))
+				prefetch(b.at(p, i, off))
 			}
 		}
 		for _, p := range ahead {
@@ -336,9 +345,18 @@ func (b *bgen) sums(name string, withSS, withC bool) [2][]VecVirtual {
 		// 3-4% slower on avx512 rows in L1.
 		TESTL(U32(spec.FlagPF), b.flags())
 		JZ(LabelRef(name + "nopf"))
-		pf = GP64()
-		MOVQ(b.x, pf)
-		ADDQ(b.strideB, pf)
+		px := GP64()
+		MOVQ(b.x, px)
+		ADDQ(b.strideB, px)
+		pf = []GPVirtual{px}
+		if b.maxv != nil {
+			// A row whose class waits (classLater) skips the centered pass that prefetches its
+			// dy: this pass prefetches the next row's.
+			pdy := GP64()
+			MOVQ(b.dy, pdy)
+			ADDQ(b.strideB, pdy)
+			pf = append(pf, pdy)
+		}
 		b.formLoops(name+"pfloop", loop)
 		pf = nil
 		Label(name + "nopf")
@@ -421,6 +439,11 @@ func (b *bgen) sums(name string, withSS, withC bool) [2][]VecVirtual {
 	LEAQ(Mem{Base: i, Index: j, Scale: 1}, e)
 	xs := XMM()
 	VMOVSS(b.at(b.x, e, 0), xs)
+	if b.maxv != nil {
+		t := s.vec()
+		VMOVSS(b.at(b.x, e, 0), t.AsX()) // the other lanes zero
+		b.trackMax(t)
+	}
 	slot := func(a int) Mem { return Mem{Base: b.accSlot[a].Base, Disp: b.accSlot[a].Disp, Index: j, Scale: 4} }
 	if b.center {
 		b.centeredScalar(xs, e, slot, one, withSS, withC)

@@ -18,11 +18,14 @@ import (
 //	sums:  the row's sum s and, with m = s/d, the sum of (x-m)*(x-m): the forward's own passes
 //	       (gen.sumSquares), so the same float64-path test; inv = 1/sqrt(ss/d + eps) or Inv[r],
 //	       m or Mean[r]. With flagPF (rows from memory) the second pass, which reads x from the
-//	       cache, prefetches the row's dy (pfRow; see setBackwardMemoryFlags)
+//	       cache, prefetches the row's dy (pfRow; see setBackwardMemoryFlags). On AVX2, a row
+//	       whose job has Mean and Inv (eps >= 2^-100, d < 2^26) skips both passes and forms its
+//	       grads first, gathering its largest |x|; only an |x| above 2^48, which alone could put
+//	       the row on the float64 path, sends it back to these passes (classlater.go)
 //	grads: with n = (x-m)*inv and g = dy*w', the 64 partials of g and of g*n in one pass (AVX2,
 //	       which has registers for one set of partials beside the loop's own, keeps g's on the
 //	       stack); a = sum(g)/d, b = sum(g*n)/d. With flagPF the pass over x and dy prefetches
-//	       the next row's x (sums)
+//	       the next row's x (sums), and a row that skipped its sums the next row's dy too
 //	dx:    dx = inv*((g - a) - n*b), and q = dy*n into the weight gradient's block: the RMSNorm
 //	       dx loops (dxRow) with a centered element step
 //
@@ -40,6 +43,13 @@ func (b *bgen) centeredRow() {
 		return acc
 	}
 	b.mv = s.vec()
+	var invr VecVirtual // the row's inv for the passes that follow
+	defers := b.defersClass()
+	if defers {
+		invr = XMM()
+		b.classLater(invr)
+	}
+	Label(b.bl("class"))
 	Comment("The row's mean and inv as the forward computes them, its float64-path tests included.")
 	b.lp, b.op = "lns", accSum
 	sum := s.finish1(s.partial(b.sumSquares(fresh(), b.x, nil)))
@@ -57,19 +67,31 @@ func (b *bgen) centeredRow() {
 	MOVQ(b.done, r)
 	VBROADCASTSS(Mem{Base: mp, Index: r, Scale: 4}, b.mv)
 	Label(b.bl("havemean"))
+	if !defers {
+		invr = inv
+	} else {
+		VMOVAPS(inv, invr)
+		CMPQ(b.deferred, U8(0))
+		JNE(LabelRef(b.bl("classed"))) // the sums of g and g*n are formed already
+	}
 
 	b.center = true
 	b.invv = s.vec()
-	VBROADCASTSS(inv, b.invv)
-	acc := b.sums(b.bl("gsum"), true, true)
-	var pg, pn VecVirtual
-	if acc[0] == nil { // AVX2: g's partials on the stack, loaded once pn's are reduced
-		pn = s.partial(acc[1])
-		pg = s.partial(b.slotPartials(b.accSlot[0]))
-	} else {
-		pg, pn = s.partial(acc[0]), s.partial(acc[1])
+	VBROADCASTSS(invr, b.invv)
+	pg, pn := b.gSums(b.bl("gsum"))
+	if defers {
+		JMP(LabelRef(b.bl("classed")))
+		Label(b.bl("gsums"))
+		Comment("A row whose class waits: the sums of g and g*n, and the largest |x|.")
+		VBROADCASTSS(invr, b.invv)
+		b.maxv = s.vec()
+		s.zero(b.maxv)
+		dg, dn := b.gSums(b.bl("gsumd"))
+		VMOVAPS(dg, pg)
+		VMOVAPS(dn, pn)
+		b.classIfLarge("class")
+		Label(b.bl("classed"))
 	}
-	pg, pn = s.finish1(pg), s.finish1(pn)
 	Comment("a = sum(g)/d and b = sum(g*n)/d")
 	a, bc := XMM(), XMM()
 	b.divideByD(pg, a, false)
@@ -77,9 +99,26 @@ func (b *bgen) centeredRow() {
 	b.av = s.vec()
 	VBROADCASTSS(a, b.av)
 	b.dbRow()
+	if defers {
+		inv = b.invv.AsX().(VecVirtual) // inv in lane 0, for either path to the sums
+	}
 	b.dxRow(inv, bc)
 	b.center = false
 	b.nextRow()
+}
+
+// gSums forms the sums of g and g*n of a centered row in one pass (emitted under name) and returns
+// them, each in lane 0 of an XMM register.
+func (b *bgen) gSums(name string) (pg, pn VecVirtual) {
+	s := b.s
+	acc := b.sums(name, true, true)
+	if acc[0] == nil { // AVX2: g's partials on the stack, loaded once pn's are reduced
+		pn = s.partial(acc[1])
+		pg = s.partial(b.slotPartials(b.accSlot[0]))
+	} else {
+		pg, pn = s.partial(acc[0]), s.partial(acc[1])
+	}
+	return s.finish1(pg), s.finish1(pn)
 }
 
 // centered returns n = (x-m)*inv for the vector of elements at i (plus disp bytes), read with ld;
@@ -88,6 +127,7 @@ func (b *bgen) centeredRow() {
 func (b *bgen) centered(i GPVirtual, disp int, ld func(Mem, VecVirtual), km Op, invv VecVirtual) VecVirtual {
 	n := b.s.vec()
 	ld(b.at(b.x, i, disp), n)
+	b.trackMax(n)
 	VSUBPS(b.mv, n, n)
 	if km != nil {
 		VMULPS_Z(invv, n, km, n)

@@ -55,6 +55,7 @@ func main() {
 	declareEvenOddConstants()
 	declareWidenShuf()
 	declareLayerConstants()
+	declareClassConstants()
 	var ks []spec.Kernel
 	for _, s := range []*isa{avx512, avx2} {
 		k := spec.Kernel{ID: s.kernelID, Prefix: s.name}

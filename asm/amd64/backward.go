@@ -18,7 +18,10 @@ import (
 // wait on memory anyway, the heads and the ends of rows) is shared, with w + c:
 //
 //	sums:   ss of the row (x*x) and c (g*x, g = dy*w'), each in the 64 partials of the contract;
-//	        AVX-512 has the registers to form both in one pass, AVX2 makes two
+//	        AVX-512 has the registers to form both in one pass, AVX2 makes two. AVX2's RMSNorm
+//	        functions form c alone for a row whose job has Inv (eps >= 2^-100, d < 2^26), with
+//	        its largest |x|: at most 2^48, the row is on the float32 path whatever its ss, which
+//	        it then skips (classLaterRMS in classlater.go)
 //	inv:    t = ss/d + eps, its range test (outside [2^-100, MaxFloat32]: return the row for the
 //	        float64 path), inv = 1/sqrt(t) or Inv[r]; s = ((inv*inv)*c)/d
 //	dx:     dx = inv*(g - x*s) per element, and q = dy*(x*inv) into the row's block of the
@@ -186,6 +189,8 @@ func (b *bgen) pipedSums() (ss, c VecVirtual) {
 	}
 	CMPQ(b.piped, U8(0))
 	JNE(LabelRef("pipedrow"))
+	b.classLaterRMS()
+	Label("sumboth")
 	pss := s.partial(b.sums("sumss", true, false)[0])
 	pc := s.partial(b.sums("sumc", false, true)[1])
 	JMP(LabelRef("summed"))
@@ -300,6 +305,7 @@ func (b *bgen) sums(name string, withSS, withC bool) [2][]VecVirtual {
 		}
 		xv := s.vec()
 		ld(b.at(b.x, i, disp), xv)
+		b.trackMax(xv)
 		if withSS {
 			t := s.vec()
 			VMULPS(xv, xv, t)
@@ -441,7 +447,8 @@ func (b *bgen) sums(name string, withSS, withC bool) [2][]VecVirtual {
 	VMOVSS(b.at(b.x, e, 0), xs)
 	if b.maxv != nil {
 		t := s.vec()
-		VMOVSS(b.at(b.x, e, 0), t.AsX()) // the other lanes zero
+		s.zero(t) // all of t written (the load below also zeroes the other lanes, but only its low half is the operand)
+		VMOVSS(b.at(b.x, e, 0), t.AsX())
 		b.trackMax(t)
 	}
 	slot := func(a int) Mem { return Mem{Base: b.accSlot[a].Base, Disp: b.accSlot[a].Disp, Index: j, Scale: 4} }

@@ -18,9 +18,11 @@ import (
 // eps >= 2^-100 (ss/d >= 0, and rounding is monotonic). The same holds for RMSNorm's sum of
 // squares, below 2^122.
 //
-// So when the job has Mean and Inv (defersClass), the row first forms its sums of g and g*n with
-// them, taking the largest |x| along the way (trackMax), and takes its class passes only when that
-// is above 2^48 (classIfLarge): the same results, for one pass over the row instead of three.
+// So when the job has Mean and Inv (defersClass), a centered row first forms its sums of g and g*n
+// with them, taking the largest |x| along the way (trackMax), and takes its class passes only when
+// that is above 2^48 (classIfLarge): the same results, for one pass over the row instead of three.
+// An RMSNorm row with Inv forms its sum of g*x alone the same way, and skips its sum of squares
+// (classLaterRMS).
 
 // boundBits is float32 2^48, the largest |x| of a row whose class needs no passes, as raw bits.
 const boundBits = (127 + 48) << 23
@@ -42,8 +44,37 @@ func declareClassConstants() {
 }
 
 // defersClass reports whether the centered body decides the class of rows with Mean and Inv
-// after their sums of g and g*n: AVX2's Layer functions.
+// after their sums of g and g*n: AVX2's Layer functions. (The RMSNorm ones do it for rows with
+// Inv: classLaterRMS.)
 func (b *bgen) defersClass() bool { return b.s == avx2 && b.layer }
+
+// classLaterRMS, in the AVX2 RMSNorm functions (backPipes), sends a row without the pipe whose job
+// has Inv, eps at least 2^-100 and d below maxRowForBound to the sum of g*x alone, with its
+// largest |x| (sumcd). When that is at most 2^48 the row skips its sum of squares: it goes on to
+// summed with c's partials in accs[1][0] and ss's set to +0, so that t = 0/d + eps = eps passes
+// invRow's range test, which is what the row's own ss would do, and inv is Inv[r]. Else, as
+// any other row, it goes to sumboth for both sums.
+func (b *bgen) classLaterRMS() {
+	s := b.s
+	ip := GP64()
+	MOVQ(b.inv(), ip)
+	TESTQ(ip, ip)
+	JZ(LabelRef("sumboth"))
+	CMPQ(b.d(), U32(maxRowForBound))
+	JAE(LabelRef("sumboth"))
+	e := XMM()
+	VMOVSS(b.eps(), e)
+	VUCOMISS(constLo, e)
+	JCS(LabelRef("sumboth")) // eps < 2^-100
+	Comment("Inv given, eps and d in range: the sum of g*x first, with the largest |x|.")
+	b.maxv = s.vec()
+	s.zero(b.maxv)
+	s.partial(b.sums("sumcd", false, true)[1]) // into accs[1][0]
+	b.classIfLarge("sumboth")
+	Comment("Every |x| at most 2^48: on the float32 path, t in range; ss = +0 gives t = eps, in range too.")
+	s.zero(b.accs[0][0])
+	JMP(LabelRef("summed"))
+}
 
 // classLater sends a row whose job has Mean and Inv, eps at least 2^-100 and d below
 // maxRowForBound straight to its sums of g and g*n (gsums) with m = Mean[r] in b.mv and
@@ -82,9 +113,8 @@ func (b *bgen) trackMax(v VecVirtual) {
 	VPMAXUD(t, b.maxv, b.maxv)
 }
 
-// classIfLarge, after the sums of a deferred row, sends it to its class passes at label class when
-// its largest |x| is above 2^48 (or NaN); they come back to classed when they pass. b.maxv is
-// done with.
+// classIfLarge, after the sums of a row whose class waits, sends it to label class (its class
+// passes) when its largest |x| is above 2^48 (or NaN). b.maxv is done with.
 func (b *bgen) classIfLarge(class string) {
 	Comment("An |x| above 2^48: the class passes now.")
 	m := b.s.vec()

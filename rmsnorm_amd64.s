@@ -46420,8 +46420,8 @@ centered:
 	MOVQ     job_mean+0(AX), R8
 	TESTQ    R8, R8
 	JZ       lnclass
-	MOVQ     job_inv+0(AX), R9
-	TESTQ    R9, R9
+	MOVQ     job_inv+0(AX), R8
+	TESTQ    R8, R8
 	JZ       lnclass
 	CMPQ     job_d+0(AX), $0x04000000
 	JAE      lnclass
@@ -46430,6 +46430,8 @@ centered:
 	JCS      lnclass
 
 	// Mean and Inv given, eps and d in range: the class after the sums of g and g*n.
+	MOVQ         job_mean+0(AX), R8
+	MOVQ         job_inv+0(AX), R9
 	MOVQ         (SP), R10
 	VBROADCASTSS (R8)(R10*4), Y0
 	VMOVSS       (R9)(R10*4), X4
@@ -50190,8 +50192,8 @@ centered:
 	MOVQ     job_mean+0(AX), DI
 	TESTQ    DI, DI
 	JZ       lnclass
-	MOVQ     job_inv+0(AX), R8
-	TESTQ    R8, R8
+	MOVQ     job_inv+0(AX), DI
+	TESTQ    DI, DI
 	JZ       lnclass
 	CMPQ     job_d+0(AX), $0x04000000
 	JAE      lnclass
@@ -50200,6 +50202,8 @@ centered:
 	JCS      lnclass
 
 	// Mean and Inv given, eps and d in range: the class after the sums of g and g*n.
+	MOVQ         job_mean+0(AX), DI
+	MOVQ         job_inv+0(AX), R8
 	MOVQ         (SP), R9
 	VBROADCASTSS (DI)(R9*4), Y0
 	VMOVSS       (R8)(R9*4), X4

@@ -56,16 +56,7 @@ func (b *bgen) defersClass() bool { return b.s == avx2 && b.layer }
 // any other row, it goes to sumboth for both sums.
 func (b *bgen) classLaterRMS() {
 	s := b.s
-	ip := GP64()
-	MOVQ(b.inv(), ip)
-	TESTQ(ip, ip)
-	JZ(LabelRef("sumboth"))
-	CMPQ(b.d(), U32(maxRowForBound))
-	JAE(LabelRef("sumboth"))
-	e := XMM()
-	VMOVSS(b.eps(), e)
-	VUCOMISS(constLo, e)
-	JCS(LabelRef("sumboth")) // eps < 2^-100
+	b.classMayWait("sumboth", spec.Job.Inv)
 	Comment("Inv given, eps and d in range: the sum of g*x first, with the largest |x|.")
 	b.maxv = s.vec()
 	s.zero(b.maxv)
@@ -76,26 +67,34 @@ func (b *bgen) classLaterRMS() {
 	JMP(LabelRef("summed"))
 }
 
+// classMayWait jumps to label other (a label of the body being emitted) unless the row's class may
+// wait for its largest |x|: the job has each of fields (Inv, and Mean for a centered row), d is
+// below maxRowForBound and eps at least 2^-100, the conditions of the bound above.
+func (b *bgen) classMayWait(other string, fields ...string) {
+	for _, f := range fields {
+		p := GP64()
+		MOVQ(b.field(f), p)
+		TESTQ(p, p)
+		JZ(LabelRef(b.bl(other)))
+	}
+	CMPQ(b.d(), U32(maxRowForBound))
+	JAE(LabelRef(b.bl(other)))
+	e := XMM()
+	VMOVSS(b.eps(), e)
+	VUCOMISS(constLo, e)
+	JCS(LabelRef(b.bl(other))) // eps < 2^-100
+}
+
 // classLater sends a row whose job has Mean and Inv, eps at least 2^-100 and d below
 // maxRowForBound straight to its sums of g and g*n (gsums) with m = Mean[r] in b.mv and
 // inv = Inv[r] in invr, deferred set; any other row falls through to its class passes.
 func (b *bgen) classLater(invr VecVirtual) {
 	MOVQ(U32(0), b.deferred)
-	mp, ip := GP64(), GP64()
-	MOVQ(b.field(spec.Job.Mean), mp)
-	TESTQ(mp, mp)
-	JZ(LabelRef(b.bl("class")))
-	MOVQ(b.field(spec.Job.Inv), ip)
-	TESTQ(ip, ip)
-	JZ(LabelRef(b.bl("class")))
-	CMPQ(b.d(), U32(maxRowForBound))
-	JAE(LabelRef(b.bl("class")))
-	e := XMM()
-	VMOVSS(b.eps(), e)
-	VUCOMISS(constLo, e)
-	JCS(LabelRef(b.bl("class"))) // eps < 2^-100
+	b.classMayWait("class", spec.Job.Mean, spec.Job.Inv)
 	Comment("Mean and Inv given, eps and d in range: the class after the sums of g and g*n.")
-	r := GP64()
+	mp, ip, r := GP64(), GP64(), GP64()
+	MOVQ(b.field(spec.Job.Mean), mp)
+	MOVQ(b.field(spec.Job.Inv), ip)
 	MOVQ(b.done, r)
 	VBROADCASTSS(Mem{Base: mp, Index: r, Scale: 4}, b.mv)
 	VMOVSS(Mem{Base: ip, Index: r, Scale: 4}, invr)

@@ -21641,7 +21641,7 @@ longrows24:
 	VMOVDQU avx2bfone<>+0(SB), Y2
 	VMOVDQU avx2bfbias<>+0(SB), Y3
 	VMOVDQU avx2bfhigh<>+0(SB), Y4
-	VMOVDQU avx2widenshuf<>+0(SB), Y5
+	VPXOR   Y5, Y5, Y5
 
 scaleloopiter25:
 	CMPQ  R8, R9
@@ -21650,81 +21650,83 @@ scaleloopiter25:
 	JNZ   scalelooppf26
 
 scaleloopbody27:
-	VBROADCASTI128 (DX)(R8*2), Y6
-	VPSHUFB        Y5, Y6, Y6
-	VMULPS         Y1, Y6, Y6
-	VBROADCASTI128 16(DX)(R8*2), Y7
-	VPSHUFB        Y5, Y7, Y7
-	VMULPS         Y1, Y7, Y7
-	VBROADCASTI128 32(DX)(R8*2), Y8
-	VPSHUFB        Y5, Y8, Y8
-	VMULPS         Y1, Y8, Y8
-	VBROADCASTI128 48(DX)(R8*2), Y9
-	VPSHUFB        Y5, Y9, Y9
-	VMULPS         Y1, Y9, Y9
-	TESTL          $0x00000008, job_flags+0(AX)
-	JZ             notrn28
+	VPUNPCKLWD (DX)(R8*2), Y5, Y6
+	VMULPS     Y1, Y6, Y6
+	VPUNPCKHWD (DX)(R8*2), Y5, Y7
+	VMULPS     Y1, Y7, Y7
+	VPUNPCKLWD 32(DX)(R8*2), Y5, Y8
+	VMULPS     Y1, Y8, Y8
+	VPUNPCKHWD 32(DX)(R8*2), Y5, Y9
+	VMULPS     Y1, Y9, Y9
+	TESTL      $0x00000008, job_flags+0(AX)
+	JZ         notrn28
+	VPSRLD     $0x10, Y6, Y10
+	VPAND      Y2, Y10, Y10
+	VPADDD     Y3, Y10, Y10
+	VPADDD     Y6, Y10, Y10
+	VPAND      Y4, Y10, Y6
+	VPSRLD     $0x10, Y7, Y10
+	VPAND      Y2, Y10, Y10
+	VPADDD     Y3, Y10, Y10
+	VPADDD     Y7, Y10, Y10
+	VPAND      Y4, Y10, Y7
+	VPSRLD     $0x10, Y8, Y10
+	VPAND      Y2, Y10, Y10
+	VPADDD     Y3, Y10, Y10
+	VPADDD     Y8, Y10, Y10
+	VPAND      Y4, Y10, Y8
+	VPSRLD     $0x10, Y9, Y10
+	VPAND      Y2, Y10, Y10
+	VPADDD     Y3, Y10, Y10
+	VPADDD     Y9, Y10, Y10
+	VPAND      Y4, Y10, Y9
+
+notrn28:
+	VBROADCASTF128 32(SI)(R8*4), Y10
+	VBLENDPS       $0x0f, (SI)(R8*4), Y10, Y10
+	VMULPS         Y10, Y6, Y6
+	VBROADCASTF128 16(SI)(R8*4), Y10
+	VBLENDPS       $0xf0, 32(SI)(R8*4), Y10, Y10
+	VMULPS         Y10, Y7, Y7
+	VCMPPS         $0x03, Y7, Y6, Y10
+	VPTEST         Y10, Y10
+	JNZ            bf16nan29
 	VPSRLD         $0x10, Y6, Y10
 	VPAND          Y2, Y10, Y10
 	VPADDD         Y3, Y10, Y10
 	VPADDD         Y6, Y10, Y10
-	VPAND          Y4, Y10, Y6
-	VPSRLD         $0x10, Y7, Y10
-	VPAND          Y2, Y10, Y10
-	VPADDD         Y3, Y10, Y10
-	VPADDD         Y7, Y10, Y10
-	VPAND          Y4, Y10, Y7
-	VPSRLD         $0x10, Y8, Y10
-	VPAND          Y2, Y10, Y10
-	VPADDD         Y3, Y10, Y10
-	VPADDD         Y8, Y10, Y10
-	VPAND          Y4, Y10, Y8
-	VPSRLD         $0x10, Y9, Y10
-	VPAND          Y2, Y10, Y10
-	VPADDD         Y3, Y10, Y10
-	VPADDD         Y9, Y10, Y10
-	VPAND          Y4, Y10, Y9
-
-notrn28:
-	VMULPS    (SI)(R8*4), Y6, Y6
-	VMULPS    32(SI)(R8*4), Y7, Y7
-	VCMPPS    $0x03, Y7, Y6, Y10
-	VPTEST    Y10, Y10
-	JNZ       bf16nan29
-	VPSRLD    $0x10, Y6, Y10
-	VPAND     Y2, Y10, Y10
-	VPADDD    Y3, Y10, Y10
-	VPADDD    Y6, Y10, Y10
-	VPSRLD    $0x10, Y10, Y10
-	VPSRLD    $0x10, Y7, Y6
-	VPAND     Y2, Y6, Y6
-	VPADDD    Y3, Y6, Y6
-	VPADDD    Y7, Y6, Y6
-	VPSRLD    $0x10, Y6, Y6
-	VPACKUSDW Y6, Y10, Y10
+	VPSRLD         $0x10, Y10, Y10
+	VPSRLD         $0x10, Y7, Y6
+	VPAND          Y2, Y6, Y6
+	VPADDD         Y3, Y6, Y6
+	VPADDD         Y7, Y6, Y6
+	VPSRLD         $0x10, Y6, Y6
+	VPACKUSDW      Y6, Y10, Y10
 
 bf16packed30:
-	VPERMQ    $0xd8, Y10, Y10
-	VMOVDQU   Y10, (CX)(R8*2)
-	VMULPS    64(SI)(R8*4), Y8, Y8
-	VMULPS    96(SI)(R8*4), Y9, Y9
-	VCMPPS    $0x03, Y9, Y8, Y6
-	VPTEST    Y6, Y6
-	JNZ       bf16nan31
-	VPSRLD    $0x10, Y8, Y6
-	VPAND     Y2, Y6, Y6
-	VPADDD    Y3, Y6, Y6
-	VPADDD    Y8, Y6, Y6
-	VPSRLD    $0x10, Y6, Y6
-	VPSRLD    $0x10, Y9, Y7
-	VPAND     Y2, Y7, Y7
-	VPADDD    Y3, Y7, Y7
-	VPADDD    Y9, Y7, Y7
-	VPSRLD    $0x10, Y7, Y7
-	VPACKUSDW Y7, Y6, Y6
+	VMOVDQU        Y10, (CX)(R8*2)
+	VBROADCASTF128 96(SI)(R8*4), Y6
+	VBLENDPS       $0x0f, 64(SI)(R8*4), Y6, Y6
+	VMULPS         Y6, Y8, Y8
+	VBROADCASTF128 80(SI)(R8*4), Y6
+	VBLENDPS       $0xf0, 96(SI)(R8*4), Y6, Y6
+	VMULPS         Y6, Y9, Y9
+	VCMPPS         $0x03, Y9, Y8, Y6
+	VPTEST         Y6, Y6
+	JNZ            bf16nan31
+	VPSRLD         $0x10, Y8, Y6
+	VPAND          Y2, Y6, Y6
+	VPADDD         Y3, Y6, Y6
+	VPADDD         Y8, Y6, Y6
+	VPSRLD         $0x10, Y6, Y6
+	VPSRLD         $0x10, Y9, Y7
+	VPAND          Y2, Y7, Y7
+	VPADDD         Y3, Y7, Y7
+	VPADDD         Y9, Y7, Y7
+	VPSRLD         $0x10, Y7, Y7
+	VPACKUSDW      Y7, Y6, Y6
 
 bf16packed32:
-	VPERMQ  $0xd8, Y6, Y6
 	VMOVDQU Y6, 32(CX)(R8*2)
 	ADDQ    $0x00000020, R8
 	JMP     scaleloopiter25
@@ -21738,7 +21740,7 @@ scaleloopoffset:
 	VMOVDQU avx2bfone<>+0(SB), Y2
 	VMOVDQU avx2bfbias<>+0(SB), Y3
 	VMOVDQU avx2bfhigh<>+0(SB), Y4
-	VMOVDQU avx2widenshuf<>+0(SB), Y5
+	VPXOR   Y5, Y5, Y5
 
 scaleloopoffsetiter33:
 	CMPQ  R8, R9
@@ -21747,89 +21749,87 @@ scaleloopoffsetiter33:
 	JNZ   scaleloopoffsetpf34
 
 scaleloopoffsetbody35:
-	VBROADCASTI128 (DX)(R8*2), Y6
-	VPSHUFB        Y5, Y6, Y6
-	VMULPS         Y1, Y6, Y6
-	VBROADCASTI128 16(DX)(R8*2), Y7
-	VPSHUFB        Y5, Y7, Y7
-	VMULPS         Y1, Y7, Y7
-	VBROADCASTI128 32(DX)(R8*2), Y8
-	VPSHUFB        Y5, Y8, Y8
-	VMULPS         Y1, Y8, Y8
-	VBROADCASTI128 48(DX)(R8*2), Y9
-	VPSHUFB        Y5, Y9, Y9
-	VMULPS         Y1, Y9, Y9
-	TESTL          $0x00000008, job_flags+0(AX)
-	JZ             notrn36
+	VPUNPCKLWD (DX)(R8*2), Y5, Y6
+	VMULPS     Y1, Y6, Y6
+	VPUNPCKHWD (DX)(R8*2), Y5, Y7
+	VMULPS     Y1, Y7, Y7
+	VPUNPCKLWD 32(DX)(R8*2), Y5, Y8
+	VMULPS     Y1, Y8, Y8
+	VPUNPCKHWD 32(DX)(R8*2), Y5, Y9
+	VMULPS     Y1, Y9, Y9
+	TESTL      $0x00000008, job_flags+0(AX)
+	JZ         notrn36
+	VPSRLD     $0x10, Y6, Y10
+	VPAND      Y2, Y10, Y10
+	VPADDD     Y3, Y10, Y10
+	VPADDD     Y6, Y10, Y10
+	VPAND      Y4, Y10, Y6
+	VPSRLD     $0x10, Y7, Y10
+	VPAND      Y2, Y10, Y10
+	VPADDD     Y3, Y10, Y10
+	VPADDD     Y7, Y10, Y10
+	VPAND      Y4, Y10, Y7
+	VPSRLD     $0x10, Y8, Y10
+	VPAND      Y2, Y10, Y10
+	VPADDD     Y3, Y10, Y10
+	VPADDD     Y8, Y10, Y10
+	VPAND      Y4, Y10, Y8
+	VPSRLD     $0x10, Y9, Y10
+	VPAND      Y2, Y10, Y10
+	VPADDD     Y3, Y10, Y10
+	VPADDD     Y9, Y10, Y10
+	VPAND      Y4, Y10, Y9
+
+notrn36:
+	VBROADCASTF128 32(SI)(R8*4), Y10
+	VBLENDPS       $0x0f, (SI)(R8*4), Y10, Y10
+	VADDPS         Y0, Y10, Y10
+	VMULPS         Y10, Y6, Y6
+	VBROADCASTF128 16(SI)(R8*4), Y10
+	VBLENDPS       $0xf0, 32(SI)(R8*4), Y10, Y10
+	VADDPS         Y0, Y10, Y10
+	VMULPS         Y10, Y7, Y7
+	VCMPPS         $0x03, Y7, Y6, Y10
+	VPTEST         Y10, Y10
+	JNZ            bf16nan37
 	VPSRLD         $0x10, Y6, Y10
 	VPAND          Y2, Y10, Y10
 	VPADDD         Y3, Y10, Y10
 	VPADDD         Y6, Y10, Y10
-	VPAND          Y4, Y10, Y6
-	VPSRLD         $0x10, Y7, Y10
-	VPAND          Y2, Y10, Y10
-	VPADDD         Y3, Y10, Y10
-	VPADDD         Y7, Y10, Y10
-	VPAND          Y4, Y10, Y7
-	VPSRLD         $0x10, Y8, Y10
-	VPAND          Y2, Y10, Y10
-	VPADDD         Y3, Y10, Y10
-	VPADDD         Y8, Y10, Y10
-	VPAND          Y4, Y10, Y8
-	VPSRLD         $0x10, Y9, Y10
-	VPAND          Y2, Y10, Y10
-	VPADDD         Y3, Y10, Y10
-	VPADDD         Y9, Y10, Y10
-	VPAND          Y4, Y10, Y9
-
-notrn36:
-	VMOVUPS   (SI)(R8*4), Y10
-	VADDPS    Y0, Y10, Y10
-	VMULPS    Y10, Y6, Y6
-	VMOVUPS   32(SI)(R8*4), Y10
-	VADDPS    Y0, Y10, Y10
-	VMULPS    Y10, Y7, Y7
-	VCMPPS    $0x03, Y7, Y6, Y10
-	VPTEST    Y10, Y10
-	JNZ       bf16nan37
-	VPSRLD    $0x10, Y6, Y10
-	VPAND     Y2, Y10, Y10
-	VPADDD    Y3, Y10, Y10
-	VPADDD    Y6, Y10, Y10
-	VPSRLD    $0x10, Y10, Y10
-	VPSRLD    $0x10, Y7, Y6
-	VPAND     Y2, Y6, Y6
-	VPADDD    Y3, Y6, Y6
-	VPADDD    Y7, Y6, Y6
-	VPSRLD    $0x10, Y6, Y6
-	VPACKUSDW Y6, Y10, Y10
+	VPSRLD         $0x10, Y10, Y10
+	VPSRLD         $0x10, Y7, Y6
+	VPAND          Y2, Y6, Y6
+	VPADDD         Y3, Y6, Y6
+	VPADDD         Y7, Y6, Y6
+	VPSRLD         $0x10, Y6, Y6
+	VPACKUSDW      Y6, Y10, Y10
 
 bf16packed38:
-	VPERMQ    $0xd8, Y10, Y10
-	VMOVDQU   Y10, (CX)(R8*2)
-	VMOVUPS   64(SI)(R8*4), Y6
-	VADDPS    Y0, Y6, Y6
-	VMULPS    Y6, Y8, Y8
-	VMOVUPS   96(SI)(R8*4), Y6
-	VADDPS    Y0, Y6, Y6
-	VMULPS    Y6, Y9, Y9
-	VCMPPS    $0x03, Y9, Y8, Y6
-	VPTEST    Y6, Y6
-	JNZ       bf16nan39
-	VPSRLD    $0x10, Y8, Y6
-	VPAND     Y2, Y6, Y6
-	VPADDD    Y3, Y6, Y6
-	VPADDD    Y8, Y6, Y6
-	VPSRLD    $0x10, Y6, Y6
-	VPSRLD    $0x10, Y9, Y7
-	VPAND     Y2, Y7, Y7
-	VPADDD    Y3, Y7, Y7
-	VPADDD    Y9, Y7, Y7
-	VPSRLD    $0x10, Y7, Y7
-	VPACKUSDW Y7, Y6, Y6
+	VMOVDQU        Y10, (CX)(R8*2)
+	VBROADCASTF128 96(SI)(R8*4), Y6
+	VBLENDPS       $0x0f, 64(SI)(R8*4), Y6, Y6
+	VADDPS         Y0, Y6, Y6
+	VMULPS         Y6, Y8, Y8
+	VBROADCASTF128 80(SI)(R8*4), Y6
+	VBLENDPS       $0xf0, 96(SI)(R8*4), Y6, Y6
+	VADDPS         Y0, Y6, Y6
+	VMULPS         Y6, Y9, Y9
+	VCMPPS         $0x03, Y9, Y8, Y6
+	VPTEST         Y6, Y6
+	JNZ            bf16nan39
+	VPSRLD         $0x10, Y8, Y6
+	VPAND          Y2, Y6, Y6
+	VPADDD         Y3, Y6, Y6
+	VPADDD         Y8, Y6, Y6
+	VPSRLD         $0x10, Y6, Y6
+	VPSRLD         $0x10, Y9, Y7
+	VPAND          Y2, Y7, Y7
+	VPADDD         Y3, Y7, Y7
+	VPADDD         Y9, Y7, Y7
+	VPSRLD         $0x10, Y7, Y7
+	VPACKUSDW      Y7, Y6, Y6
 
 bf16packed40:
-	VPERMQ  $0xd8, Y6, Y6
 	VMOVDQU Y6, 32(CX)(R8*2)
 	ADDQ    $0x00000020, R8
 	JMP     scaleloopoffsetiter33
@@ -21842,7 +21842,7 @@ scaleloopoffsetpf34:
 scaleloopnoweight:
 	VMOVDQU avx2bfone<>+0(SB), Y2
 	VMOVDQU avx2bfbias<>+0(SB), Y3
-	VMOVDQU avx2widenshuf<>+0(SB), Y4
+	VPXOR   Y4, Y4, Y4
 
 scaleloopnoweightiter41:
 	CMPQ  R8, R9
@@ -21851,35 +21851,30 @@ scaleloopnoweightiter41:
 	JNZ   scaleloopnoweightpf42
 
 scaleloopnoweightbody43:
-	VBROADCASTI128 (DX)(R8*2), Y5
-	VPSHUFB        Y4, Y5, Y5
-	VMULPS         Y1, Y5, Y5
-	VBROADCASTI128 16(DX)(R8*2), Y6
-	VPSHUFB        Y4, Y6, Y6
-	VMULPS         Y1, Y6, Y6
-	VBROADCASTI128 32(DX)(R8*2), Y7
-	VPSHUFB        Y4, Y7, Y7
-	VMULPS         Y1, Y7, Y7
-	VBROADCASTI128 48(DX)(R8*2), Y8
-	VPSHUFB        Y4, Y8, Y8
-	VMULPS         Y1, Y8, Y8
-	VCMPPS         $0x03, Y6, Y5, Y9
-	VPTEST         Y9, Y9
-	JNZ            bf16nan44
-	VPSRLD         $0x10, Y5, Y9
-	VPAND          Y2, Y9, Y9
-	VPADDD         Y3, Y9, Y9
-	VPADDD         Y5, Y9, Y9
-	VPSRLD         $0x10, Y9, Y9
-	VPSRLD         $0x10, Y6, Y5
-	VPAND          Y2, Y5, Y5
-	VPADDD         Y3, Y5, Y5
-	VPADDD         Y6, Y5, Y5
-	VPSRLD         $0x10, Y5, Y5
-	VPACKUSDW      Y5, Y9, Y9
+	VPUNPCKLWD (DX)(R8*2), Y4, Y5
+	VMULPS     Y1, Y5, Y5
+	VPUNPCKHWD (DX)(R8*2), Y4, Y6
+	VMULPS     Y1, Y6, Y6
+	VPUNPCKLWD 32(DX)(R8*2), Y4, Y7
+	VMULPS     Y1, Y7, Y7
+	VPUNPCKHWD 32(DX)(R8*2), Y4, Y8
+	VMULPS     Y1, Y8, Y8
+	VCMPPS     $0x03, Y6, Y5, Y9
+	VPTEST     Y9, Y9
+	JNZ        bf16nan44
+	VPSRLD     $0x10, Y5, Y9
+	VPAND      Y2, Y9, Y9
+	VPADDD     Y3, Y9, Y9
+	VPADDD     Y5, Y9, Y9
+	VPSRLD     $0x10, Y9, Y9
+	VPSRLD     $0x10, Y6, Y5
+	VPAND      Y2, Y5, Y5
+	VPADDD     Y3, Y5, Y5
+	VPADDD     Y6, Y5, Y5
+	VPSRLD     $0x10, Y5, Y5
+	VPACKUSDW  Y5, Y9, Y9
 
 bf16packed45:
-	VPERMQ    $0xd8, Y9, Y9
 	VMOVDQU   Y9, (CX)(R8*2)
 	VCMPPS    $0x03, Y8, Y7, Y5
 	VPTEST    Y5, Y5
@@ -21897,7 +21892,6 @@ bf16packed45:
 	VPACKUSDW Y6, Y5, Y5
 
 bf16packed47:
-	VPERMQ  $0xd8, Y5, Y5
 	VMOVDQU Y5, 32(CX)(R8*2)
 	ADDQ    $0x00000020, R8
 	JMP     scaleloopnoweightiter41
@@ -21970,56 +21964,60 @@ longrows50:
 	VMOVDQU avx2bfone<>+0(SB), Y2
 	VMOVDQU avx2bfbias<>+0(SB), Y3
 	VMOVDQU avx2bfhigh<>+0(SB), Y4
-	VMOVDQU avx2widenshuf<>+0(SB), Y5
+	VPXOR   Y5, Y5, Y5
 
 scalentloopiter51:
-	CMPQ           R8, R9
-	JG             scaletail
-	PREFETCHT0     (R10)(R8*2)
-	VBROADCASTI128 (DX)(R8*2), Y6
-	VPSHUFB        Y5, Y6, Y6
-	VMULPS         Y1, Y6, Y6
-	VBROADCASTI128 16(DX)(R8*2), Y7
-	VPSHUFB        Y5, Y7, Y7
-	VMULPS         Y1, Y7, Y7
-	VBROADCASTI128 32(DX)(R8*2), Y8
-	VPSHUFB        Y5, Y8, Y8
-	VMULPS         Y1, Y8, Y8
-	VBROADCASTI128 48(DX)(R8*2), Y9
-	VPSHUFB        Y5, Y9, Y9
-	VMULPS         Y1, Y9, Y9
-	TESTL          $0x00000008, job_flags+0(AX)
-	JZ             notrn52
-	VPSRLD         $0x10, Y6, Y10
-	VPAND          Y2, Y10, Y10
-	VPADDD         Y3, Y10, Y10
-	VPADDD         Y6, Y10, Y10
-	VPAND          Y4, Y10, Y6
-	VPSRLD         $0x10, Y7, Y10
-	VPAND          Y2, Y10, Y10
-	VPADDD         Y3, Y10, Y10
-	VPADDD         Y7, Y10, Y10
-	VPAND          Y4, Y10, Y7
-	VPSRLD         $0x10, Y8, Y10
-	VPAND          Y2, Y10, Y10
-	VPADDD         Y3, Y10, Y10
-	VPADDD         Y8, Y10, Y10
-	VPAND          Y4, Y10, Y8
-	VPSRLD         $0x10, Y9, Y10
-	VPAND          Y2, Y10, Y10
-	VPADDD         Y3, Y10, Y10
-	VPADDD         Y9, Y10, Y10
-	VPAND          Y4, Y10, Y9
+	CMPQ       R8, R9
+	JG         scaletail
+	PREFETCHT0 (R10)(R8*2)
+	VPUNPCKLWD (DX)(R8*2), Y5, Y6
+	VMULPS     Y1, Y6, Y6
+	VPUNPCKHWD (DX)(R8*2), Y5, Y7
+	VMULPS     Y1, Y7, Y7
+	VPUNPCKLWD 32(DX)(R8*2), Y5, Y8
+	VMULPS     Y1, Y8, Y8
+	VPUNPCKHWD 32(DX)(R8*2), Y5, Y9
+	VMULPS     Y1, Y9, Y9
+	TESTL      $0x00000008, job_flags+0(AX)
+	JZ         notrn52
+	VPSRLD     $0x10, Y6, Y10
+	VPAND      Y2, Y10, Y10
+	VPADDD     Y3, Y10, Y10
+	VPADDD     Y6, Y10, Y10
+	VPAND      Y4, Y10, Y6
+	VPSRLD     $0x10, Y7, Y10
+	VPAND      Y2, Y10, Y10
+	VPADDD     Y3, Y10, Y10
+	VPADDD     Y7, Y10, Y10
+	VPAND      Y4, Y10, Y7
+	VPSRLD     $0x10, Y8, Y10
+	VPAND      Y2, Y10, Y10
+	VPADDD     Y3, Y10, Y10
+	VPADDD     Y8, Y10, Y10
+	VPAND      Y4, Y10, Y8
+	VPSRLD     $0x10, Y9, Y10
+	VPAND      Y2, Y10, Y10
+	VPADDD     Y3, Y10, Y10
+	VPADDD     Y9, Y10, Y10
+	VPAND      Y4, Y10, Y9
 
 notrn52:
-	TESTQ  SI, SI
-	JZ     weighed54
-	TESTL  $0x00000010, R11
-	JNZ    offset53
-	VMULPS (SI)(R8*4), Y6, Y6
-	VMULPS 32(SI)(R8*4), Y7, Y7
-	VMULPS 64(SI)(R8*4), Y8, Y8
-	VMULPS 96(SI)(R8*4), Y9, Y9
+	TESTQ          SI, SI
+	JZ             weighed54
+	TESTL          $0x00000010, R11
+	JNZ            offset53
+	VBROADCASTF128 32(SI)(R8*4), Y10
+	VBLENDPS       $0x0f, (SI)(R8*4), Y10, Y10
+	VMULPS         Y10, Y6, Y6
+	VBROADCASTF128 16(SI)(R8*4), Y10
+	VBLENDPS       $0xf0, 32(SI)(R8*4), Y10, Y10
+	VMULPS         Y10, Y7, Y7
+	VBROADCASTF128 96(SI)(R8*4), Y10
+	VBLENDPS       $0x0f, 64(SI)(R8*4), Y10, Y10
+	VMULPS         Y10, Y8, Y8
+	VBROADCASTF128 80(SI)(R8*4), Y10
+	VBLENDPS       $0xf0, 96(SI)(R8*4), Y10, Y10
+	VMULPS         Y10, Y9, Y9
 
 weighed54:
 	VCMPPS    $0x03, Y7, Y6, Y10
@@ -22038,7 +22036,6 @@ weighed54:
 	VPACKUSDW Y6, Y10, Y10
 
 bf16packed56:
-	VPERMQ    $0xd8, Y10, Y10
 	VMOVNTDQ  Y10, (CX)(R8*2)
 	VCMPPS    $0x03, Y9, Y8, Y6
 	VPTEST    Y6, Y6
@@ -22056,25 +22053,28 @@ bf16packed56:
 	VPACKUSDW Y7, Y6, Y6
 
 bf16packed58:
-	VPERMQ   $0xd8, Y6, Y6
 	VMOVNTDQ Y6, 32(CX)(R8*2)
 	ADDQ     $0x00000020, R8
 	JMP      scalentloopiter51
 
 offset53:
-	VMOVUPS (SI)(R8*4), Y10
-	VADDPS  Y0, Y10, Y10
-	VMULPS  Y10, Y6, Y6
-	VMOVUPS 32(SI)(R8*4), Y10
-	VADDPS  Y0, Y10, Y10
-	VMULPS  Y10, Y7, Y7
-	VMOVUPS 64(SI)(R8*4), Y10
-	VADDPS  Y0, Y10, Y10
-	VMULPS  Y10, Y8, Y8
-	VMOVUPS 96(SI)(R8*4), Y10
-	VADDPS  Y0, Y10, Y10
-	VMULPS  Y10, Y9, Y9
-	JMP     weighed54
+	VBROADCASTF128 32(SI)(R8*4), Y10
+	VBLENDPS       $0x0f, (SI)(R8*4), Y10, Y10
+	VADDPS         Y0, Y10, Y10
+	VMULPS         Y10, Y6, Y6
+	VBROADCASTF128 16(SI)(R8*4), Y10
+	VBLENDPS       $0xf0, 32(SI)(R8*4), Y10, Y10
+	VADDPS         Y0, Y10, Y10
+	VMULPS         Y10, Y7, Y7
+	VBROADCASTF128 96(SI)(R8*4), Y10
+	VBLENDPS       $0x0f, 64(SI)(R8*4), Y10, Y10
+	VADDPS         Y0, Y10, Y10
+	VMULPS         Y10, Y8, Y8
+	VBROADCASTF128 80(SI)(R8*4), Y10
+	VBLENDPS       $0xf0, 96(SI)(R8*4), Y10, Y10
+	VADDPS         Y0, Y10, Y10
+	VMULPS         Y10, Y9, Y9
+	JMP            weighed54
 
 scaletail:
 	ADDQ $0x00000018, R9

@@ -14,8 +14,9 @@ import (
 //   - bfloat16 widens by a zero extension of each 16-bit lane to 32 bits and a shift left by 16
 //     (in the AVX2 sum passes by interleaving the words with zero words instead: unpacks; in the
 //     AVX-512 sum passes of rows of 128 and more by a shift or a mask of the 32-bit lanes, which
-//     gives the even and the odd elements: evenOdd; in the unrolled AVX2 scale loops by one
-//     VPSHUFB: load), and narrows by integer round-to-nearest-even
+//     gives the even and the odd elements: evenOdd; in the unrolled AVX2 scale loops of RMSNorm
+//     by unpacking too, scaleUnpacks, of LayerNorm by one VPSHUFB: load), and narrows by integer
+//     round-to-nearest-even
 //     on the float32 bits (add 0x7fff plus the lowest kept bit, keep the top half), with NaN
 //     replaced by the quiet NaN 0x7fc0 (the generic kernel's; in the unrolled AVX2 scale and
 //     conversion loops looked for once per pair of vectors, packAVX2, elsewhere blended into each
@@ -178,7 +179,8 @@ type loopRegs struct{ one, bias, high, widen VecVirtual }
 // holdConsts loads the rounding constants into registers for the loop about to be emitted, when it
 // narrows to bfloat16 on AVX2 with the integer rounding, and returns whether it did; rn says the
 // loop rounds the normalized values too (roundIfRN), which needs 0xffff0000 as well, and widen
-// that it reads rows in bfloat16 through load, which then takes the VPSHUFB indexes. release
+// that it reads rows in bfloat16 through load, which then takes the VPSHUFB indexes (or, where the
+// loop unpacks its rows, scaleUnpacks, loadAt the zero words of zeroW). release
 // forgets them when the loop has been emitted. The caller emits the loads after the label the
 // loop is entered by and before the label its back edge jumps to (in convert, which has no
 // other way in, before the one label).
@@ -194,14 +196,18 @@ func (g *gen) holdConsts(rn, widen bool) bool {
 		g.rc.high = YMM() // for roundTopAVX2
 		VMOVDQU(c.high, g.rc.high)
 	}
-	if widen {
+	switch {
+	case widen && g.scaleUnpacks():
+		g.zeroW = YMM() // for loadAt
+		VPXOR(g.zeroW, g.zeroW, g.zeroW)
+	case widen:
 		g.rc.widen = YMM() // for load
 		VMOVDQU(widenShuf, g.rc.widen)
 	}
 	return true
 }
 
-func (g *gen) release() { g.rc = loopRegs{} }
+func (g *gen) release() { g.rc, g.zeroW = loopRegs{}, nil }
 
 // bf16RoundTop sets t (not v) to a vector whose top 16 bits of each lane are the bfloat16
 // rounding of v; the low 16 bits are left over from the rounding (AVX-512).
@@ -404,7 +410,9 @@ func (g *gen) packAVX2(a, b VecVirtual) VecVirtual {
 	VPSRLD(U8(16), tb, tb)
 	VPACKUSDW(tb, ta, ta)
 	Label(back)
-	VPERMQ(U8(0xd8), ta, ta)
+	if g.zeroW == nil { // unpacked lanes (scaleUnpacks) are back in order already
+		VPERMQ(U8(0xd8), ta, ta)
+	}
 	g.cold = append(g.cold, func() {
 		Label(fix)
 		g.bf16Round(a, ta, ta, false)

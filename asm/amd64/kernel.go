@@ -649,12 +649,12 @@ func (g *gen) sumSquares(acc []VecVirtual, xr, rr GPVirtual) []VecVirtual {
 // store of each vector took a VPSRLD, a VEXTRACTI128 and a VPACKUSDW: ApplyBF16 with a residual, in
 // place, min of twelve interleaved runs, 1x4096 2046 -> 1756 ns, 1x128 unchanged (122 -> 123).
 //
-// The scale pass does not unpack. Unpacked the same way, it needs the weight in the lanes' order
-// (two VPERM2F128 per pair) and packs back without VPERMQ: 12% less again at 1x4096 on the Zen 3 in
-// one run of interleaved binaries (1089 -> 962 ns), but llvm-mca puts that loop 4.4x slower on Zen
-// 2, and still 17% slower with the weight's halves loaded by VINSERTF128 instead; no Zen 2 was at
-// hand to measure. Its main loops widen with VBROADCASTI128 and one VPSHUFB instead (load), which
-// keeps the row's order.
+// The scale loops of RMSNorm's bfloat16 rows unpack too (scaleUnpacks), with the weight gathered
+// into the lanes' order by a VBROADCASTF128 and a VBLENDPS per vector (applyWeightAt). An earlier
+// try gathered it with VPERM2F128, eight micro-ops on Zen 2, where llvm-mca put that loop 4.4x
+// slower; with the broadcast and the blend llvm-mca puts the loop 6-18% faster on Zen 1-3,
+// Skylake, Ice Lake and Alder Lake, 1% slower on Haswell. LayerNorm's scale loops (the bias would
+// need the same gathering) and the tails widen with load.
 func (g *gen) unpacks() bool {
 	return g.s == avx2 && g.in() == spec.BF16 && !g.v.Layer && g.op == accSquares
 }
@@ -1261,7 +1261,7 @@ func (g *gen) scaleLoop(name string, src, i, lim, pf, fl GPVirtual, invv, one Ve
 	if form != spec.Unweighted { // flagRN comes only with a weight
 		g.roundIfRN(ts...)
 	}
-	weigh := func(u int, t VecVirtual) { g.applyWeightAs(form, t, g.atW(i, u*g.s.vbytes()), one, nil) }
+	weigh := func(u int, t VecVirtual) { g.applyWeightAt(form, t, i, u, one) }
 	offsetLine := func() {}
 	if form == byFlag {
 		offsetLine = g.weighLoop(ts, i, fl, one)
@@ -1316,13 +1316,13 @@ func (g *gen) weighLoop(ts []VecVirtual, i, fl GPVirtual, one VecVirtual) func()
 	TESTL(U32(spec.FlagOffset), fl)
 	JNZ(LabelRef(offs))
 	for u, t := range ts {
-		g.applyWeightAs(spec.Weighted, t, g.atW(i, u*g.s.vbytes()), one, nil)
+		g.applyWeightAt(spec.Weighted, t, i, u, one)
 	}
 	Label(done)
 	return func() {
 		Label(offs)
 		for u, t := range ts {
-			g.applyWeightAs(spec.Offset, t, g.atW(i, u*g.s.vbytes()), one, nil)
+			g.applyWeightAt(spec.Offset, t, i, u, one)
 		}
 		JMP(LabelRef(done))
 	}
@@ -1404,6 +1404,41 @@ func (g *gen) applyWeightAs(mode spec.Mode, t VecVirtual, m Mem, one VecVirtual,
 		}
 		VMULPS(u, t, t)
 	}
+}
+
+// applyWeightAt is applyWeightAs for vector u of an iteration of an unrolled scale loop from
+// element i. Where the loop unpacks its bfloat16 rows (scaleUnpacks), the weight's lanes are
+// gathered into the unpacked vector's order first: of the pair of vectors that covers the 16
+// elements from w's byte b, the low vector takes elements 0..3 and 8..11, VBROADCASTF128 of
+// 8..11 blended with a load of 0..7, and the high one 4..7 and 12..15, VBROADCASTF128 of 4..7
+// blended with a load of 8..15. Two loads and one blend, which any of the four vector pipes
+// runs, per vector.
+func (g *gen) applyWeightAt(mode spec.Mode, t VecVirtual, i GPVirtual, u int, one VecVirtual) {
+	if g.zeroW == nil || mode == spec.Unweighted {
+		g.applyWeightAs(mode, t, g.atW(i, u*g.s.vbytes()), one, nil)
+		return
+	}
+	w, b := g.s.vec(), (u-u%2)*g.s.vbytes()
+	if u%2 == 0 {
+		VBROADCASTF128(g.atW(i, b+32), w)
+		VBLENDPS(U8(0x0f), g.atW(i, b), w, w)
+	} else {
+		VBROADCASTF128(g.atW(i, b+16), w)
+		VBLENDPS(U8(0xf0), g.atW(i, b+32), w, w)
+	}
+	if mode == spec.Offset {
+		VADDPS(one, w, w)
+	}
+	VMULPS(w, t, t)
+}
+
+// scaleUnpacks reports whether the unrolled scale loops being emitted widen bfloat16 rows as the
+// sum pass does (unpacks): AVX2, bfloat16 rows in and out, RMSNorm. Each pair of vectors then
+// comes from one load with one in-lane shuffle per vector, where load takes a VBROADCASTI128 and a
+// VPSHUFB, the weight is gathered into the same order (applyWeightAt), and the pair packs back
+// into the row's order with VPACKUSDW alone, without packAVX2's VPERMQ.
+func (g *gen) scaleUnpacks() bool {
+	return g.s == avx2 && g.in() == spec.BF16 && g.out() == spec.BF16 && !g.cvt && !g.v.Layer
 }
 
 // partialOut computes and stores the n (0 < n < lanes) elements of output from element i: through

@@ -85,9 +85,6 @@ DATA oddwords<>+60(SB)/2, $0x003d
 DATA oddwords<>+62(SB)/2, $0x003f
 GLOBL oddwords<>(SB), RODATA|NOPTR, $64
 
-DATA avx512bfone<>+0(SB)/4, $0x00000001
-GLOBL avx512bfone<>(SB), RODATA|NOPTR, $4
-
 DATA avx512bfbias<>+0(SB)/4, $0x00007fff
 GLOBL avx512bfbias<>(SB), RODATA|NOPTR, $4
 
@@ -103,15 +100,8 @@ GLOBL avx512bfnanlow<>(SB), RODATA|NOPTR, $4
 DATA avx512bffixnan<>+0(SB)/4, $0x11111100
 GLOBL avx512bffixnan<>(SB), RODATA|NOPTR, $4
 
-DATA avx2bfone<>+0(SB)/4, $0x00000001
-DATA avx2bfone<>+4(SB)/4, $0x00000001
-DATA avx2bfone<>+8(SB)/4, $0x00000001
-DATA avx2bfone<>+12(SB)/4, $0x00000001
-DATA avx2bfone<>+16(SB)/4, $0x00000001
-DATA avx2bfone<>+20(SB)/4, $0x00000001
-DATA avx2bfone<>+24(SB)/4, $0x00000001
-DATA avx2bfone<>+28(SB)/4, $0x00000001
-GLOBL avx2bfone<>(SB), RODATA|NOPTR, $32
+DATA avx512bfone<>+0(SB)/4, $0x00000001
+GLOBL avx512bfone<>(SB), RODATA|NOPTR, $4
 
 DATA avx2bfbias<>+0(SB)/4, $0x00007fff
 DATA avx2bfbias<>+4(SB)/4, $0x00007fff
@@ -162,6 +152,16 @@ DATA avx2bffixnan<>+20(SB)/4, $0x11111100
 DATA avx2bffixnan<>+24(SB)/4, $0x11111100
 DATA avx2bffixnan<>+28(SB)/4, $0x11111100
 GLOBL avx2bffixnan<>(SB), RODATA|NOPTR, $32
+
+DATA avx2bfkept<>+0(SB)/4, $0x00010000
+DATA avx2bfkept<>+4(SB)/4, $0x00010000
+DATA avx2bfkept<>+8(SB)/4, $0x00010000
+DATA avx2bfkept<>+12(SB)/4, $0x00010000
+DATA avx2bfkept<>+16(SB)/4, $0x00010000
+DATA avx2bfkept<>+20(SB)/4, $0x00010000
+DATA avx2bfkept<>+24(SB)/4, $0x00010000
+DATA avx2bfkept<>+28(SB)/4, $0x00010000
+GLOBL avx2bfkept<>(SB), RODATA|NOPTR, $32
 
 DATA widelo<>+0(SB)/2, $0x0000
 DATA widelo<>+2(SB)/2, $0x0000
@@ -21134,20 +21134,20 @@ addfirstblock:
 	VPUNPCKLWD (R8)(R10*2), Y8, Y0
 	VPUNPCKLWD (R9)(R10*2), Y8, Y1
 	VADDPS     Y1, Y0, Y0
-	VPSRLD     $0x10, Y0, Y2
-	VPAND      avx2bfone<>+0(SB), Y2, Y2
+	VPAND      avx2bfkept<>+0(SB), Y0, Y2
+	VPCMPEQD   avx2bfkept<>+0(SB), Y2, Y2
+	VPSUBD     Y2, Y0, Y2
 	VPADDD     avx2bfbias<>+0(SB), Y2, Y2
-	VPADDD     Y0, Y2, Y2
 	VPAND      avx2bfhigh<>+0(SB), Y2, Y2
 	VCMPPS     $0x03, Y0, Y0, Y0
 	VBLENDVPS  Y0, avx2bfnanhigh<>+0(SB), Y2, Y2
 	VPUNPCKHWD (R8)(R10*2), Y8, Y0
 	VPUNPCKHWD (R9)(R10*2), Y8, Y1
 	VADDPS     Y1, Y0, Y0
-	VPSRLD     $0x10, Y0, Y1
-	VPAND      avx2bfone<>+0(SB), Y1, Y1
+	VPAND      avx2bfkept<>+0(SB), Y0, Y1
+	VPCMPEQD   avx2bfkept<>+0(SB), Y1, Y1
+	VPSUBD     Y1, Y0, Y1
 	VPADDD     avx2bfbias<>+0(SB), Y1, Y1
-	VPADDD     Y0, Y1, Y1
 	VPAND      avx2bfhigh<>+0(SB), Y1, Y1
 	VCMPPS     $0x03, Y0, Y0, Y0
 	VBLENDVPS  Y0, avx2bfnanhigh<>+0(SB), Y1, Y1
@@ -21160,20 +21160,20 @@ addfirstblock:
 	VPUNPCKLWD 32(R8)(R10*2), Y8, Y2
 	VPUNPCKLWD 32(R9)(R10*2), Y8, Y3
 	VADDPS     Y3, Y2, Y2
-	VPSRLD     $0x10, Y2, Y4
-	VPAND      avx2bfone<>+0(SB), Y4, Y4
+	VPAND      avx2bfkept<>+0(SB), Y2, Y4
+	VPCMPEQD   avx2bfkept<>+0(SB), Y4, Y4
+	VPSUBD     Y4, Y2, Y4
 	VPADDD     avx2bfbias<>+0(SB), Y4, Y4
-	VPADDD     Y2, Y4, Y4
 	VPAND      avx2bfhigh<>+0(SB), Y4, Y4
 	VCMPPS     $0x03, Y2, Y2, Y2
 	VBLENDVPS  Y2, avx2bfnanhigh<>+0(SB), Y4, Y4
 	VPUNPCKHWD 32(R8)(R10*2), Y8, Y2
 	VPUNPCKHWD 32(R9)(R10*2), Y8, Y3
 	VADDPS     Y3, Y2, Y2
-	VPSRLD     $0x10, Y2, Y3
-	VPAND      avx2bfone<>+0(SB), Y3, Y3
+	VPAND      avx2bfkept<>+0(SB), Y2, Y3
+	VPCMPEQD   avx2bfkept<>+0(SB), Y3, Y3
+	VPSUBD     Y3, Y2, Y3
 	VPADDD     avx2bfbias<>+0(SB), Y3, Y3
-	VPADDD     Y2, Y3, Y3
 	VPAND      avx2bfhigh<>+0(SB), Y3, Y3
 	VCMPPS     $0x03, Y2, Y2, Y2
 	VBLENDVPS  Y2, avx2bfnanhigh<>+0(SB), Y3, Y3
@@ -21186,20 +21186,20 @@ addfirstblock:
 	VPUNPCKLWD 64(R8)(R10*2), Y8, Y4
 	VPUNPCKLWD 64(R9)(R10*2), Y8, Y5
 	VADDPS     Y5, Y4, Y4
-	VPSRLD     $0x10, Y4, Y6
-	VPAND      avx2bfone<>+0(SB), Y6, Y6
+	VPAND      avx2bfkept<>+0(SB), Y4, Y6
+	VPCMPEQD   avx2bfkept<>+0(SB), Y6, Y6
+	VPSUBD     Y6, Y4, Y6
 	VPADDD     avx2bfbias<>+0(SB), Y6, Y6
-	VPADDD     Y4, Y6, Y6
 	VPAND      avx2bfhigh<>+0(SB), Y6, Y6
 	VCMPPS     $0x03, Y4, Y4, Y4
 	VBLENDVPS  Y4, avx2bfnanhigh<>+0(SB), Y6, Y6
 	VPUNPCKHWD 64(R8)(R10*2), Y8, Y4
 	VPUNPCKHWD 64(R9)(R10*2), Y8, Y5
 	VADDPS     Y5, Y4, Y4
-	VPSRLD     $0x10, Y4, Y5
-	VPAND      avx2bfone<>+0(SB), Y5, Y5
+	VPAND      avx2bfkept<>+0(SB), Y4, Y5
+	VPCMPEQD   avx2bfkept<>+0(SB), Y5, Y5
+	VPSUBD     Y5, Y4, Y5
 	VPADDD     avx2bfbias<>+0(SB), Y5, Y5
-	VPADDD     Y4, Y5, Y5
 	VPAND      avx2bfhigh<>+0(SB), Y5, Y5
 	VCMPPS     $0x03, Y4, Y4, Y4
 	VBLENDVPS  Y4, avx2bfnanhigh<>+0(SB), Y5, Y5
@@ -21212,20 +21212,20 @@ addfirstblock:
 	VPUNPCKLWD 96(R8)(R10*2), Y8, Y6
 	VPUNPCKLWD 96(R9)(R10*2), Y8, Y7
 	VADDPS     Y7, Y6, Y6
-	VPSRLD     $0x10, Y6, Y9
-	VPAND      avx2bfone<>+0(SB), Y9, Y9
+	VPAND      avx2bfkept<>+0(SB), Y6, Y9
+	VPCMPEQD   avx2bfkept<>+0(SB), Y9, Y9
+	VPSUBD     Y9, Y6, Y9
 	VPADDD     avx2bfbias<>+0(SB), Y9, Y9
-	VPADDD     Y6, Y9, Y9
 	VPAND      avx2bfhigh<>+0(SB), Y9, Y9
 	VCMPPS     $0x03, Y6, Y6, Y6
 	VBLENDVPS  Y6, avx2bfnanhigh<>+0(SB), Y9, Y9
 	VPUNPCKHWD 96(R8)(R10*2), Y8, Y6
 	VPUNPCKHWD 96(R9)(R10*2), Y8, Y7
 	VADDPS     Y7, Y6, Y6
-	VPSRLD     $0x10, Y6, Y7
-	VPAND      avx2bfone<>+0(SB), Y7, Y7
+	VPAND      avx2bfkept<>+0(SB), Y6, Y7
+	VPCMPEQD   avx2bfkept<>+0(SB), Y7, Y7
+	VPSUBD     Y7, Y6, Y7
 	VPADDD     avx2bfbias<>+0(SB), Y7, Y7
-	VPADDD     Y6, Y7, Y7
 	VPAND      avx2bfhigh<>+0(SB), Y7, Y7
 	VCMPPS     $0x03, Y6, Y6, Y6
 	VBLENDVPS  Y6, avx2bfnanhigh<>+0(SB), Y7, Y7
@@ -21259,20 +21259,20 @@ addsumblock:
 	VPUNPCKLWD (R8)(R10*2), Y8, Y9
 	VPUNPCKLWD (R9)(R10*2), Y8, Y10
 	VADDPS     Y10, Y9, Y9
-	VPSRLD     $0x10, Y9, Y10
-	VPAND      avx2bfone<>+0(SB), Y10, Y10
+	VPAND      avx2bfkept<>+0(SB), Y9, Y10
+	VPCMPEQD   avx2bfkept<>+0(SB), Y10, Y10
+	VPSUBD     Y10, Y9, Y10
 	VPADDD     avx2bfbias<>+0(SB), Y10, Y10
-	VPADDD     Y9, Y10, Y10
 	VPAND      avx2bfhigh<>+0(SB), Y10, Y10
 	VCMPPS     $0x03, Y9, Y9, Y9
 	VBLENDVPS  Y9, avx2bfnanhigh<>+0(SB), Y10, Y10
 	VPUNPCKHWD (R8)(R10*2), Y8, Y9
 	VPUNPCKHWD (R9)(R10*2), Y8, Y11
 	VADDPS     Y11, Y9, Y9
-	VPSRLD     $0x10, Y9, Y11
-	VPAND      avx2bfone<>+0(SB), Y11, Y11
+	VPAND      avx2bfkept<>+0(SB), Y9, Y11
+	VPCMPEQD   avx2bfkept<>+0(SB), Y11, Y11
+	VPSUBD     Y11, Y9, Y11
 	VPADDD     avx2bfbias<>+0(SB), Y11, Y11
-	VPADDD     Y9, Y11, Y11
 	VPAND      avx2bfhigh<>+0(SB), Y11, Y11
 	VCMPPS     $0x03, Y9, Y9, Y9
 	VBLENDVPS  Y9, avx2bfnanhigh<>+0(SB), Y11, Y11
@@ -21287,20 +21287,20 @@ addsumblock:
 	VPUNPCKLWD 32(R8)(R10*2), Y8, Y9
 	VPUNPCKLWD 32(R9)(R10*2), Y8, Y10
 	VADDPS     Y10, Y9, Y9
-	VPSRLD     $0x10, Y9, Y10
-	VPAND      avx2bfone<>+0(SB), Y10, Y10
+	VPAND      avx2bfkept<>+0(SB), Y9, Y10
+	VPCMPEQD   avx2bfkept<>+0(SB), Y10, Y10
+	VPSUBD     Y10, Y9, Y10
 	VPADDD     avx2bfbias<>+0(SB), Y10, Y10
-	VPADDD     Y9, Y10, Y10
 	VPAND      avx2bfhigh<>+0(SB), Y10, Y10
 	VCMPPS     $0x03, Y9, Y9, Y9
 	VBLENDVPS  Y9, avx2bfnanhigh<>+0(SB), Y10, Y10
 	VPUNPCKHWD 32(R8)(R10*2), Y8, Y9
 	VPUNPCKHWD 32(R9)(R10*2), Y8, Y11
 	VADDPS     Y11, Y9, Y9
-	VPSRLD     $0x10, Y9, Y11
-	VPAND      avx2bfone<>+0(SB), Y11, Y11
+	VPAND      avx2bfkept<>+0(SB), Y9, Y11
+	VPCMPEQD   avx2bfkept<>+0(SB), Y11, Y11
+	VPSUBD     Y11, Y9, Y11
 	VPADDD     avx2bfbias<>+0(SB), Y11, Y11
-	VPADDD     Y9, Y11, Y11
 	VPAND      avx2bfhigh<>+0(SB), Y11, Y11
 	VCMPPS     $0x03, Y9, Y9, Y9
 	VBLENDVPS  Y9, avx2bfnanhigh<>+0(SB), Y11, Y11
@@ -21315,20 +21315,20 @@ addsumblock:
 	VPUNPCKLWD 64(R8)(R10*2), Y8, Y9
 	VPUNPCKLWD 64(R9)(R10*2), Y8, Y10
 	VADDPS     Y10, Y9, Y9
-	VPSRLD     $0x10, Y9, Y10
-	VPAND      avx2bfone<>+0(SB), Y10, Y10
+	VPAND      avx2bfkept<>+0(SB), Y9, Y10
+	VPCMPEQD   avx2bfkept<>+0(SB), Y10, Y10
+	VPSUBD     Y10, Y9, Y10
 	VPADDD     avx2bfbias<>+0(SB), Y10, Y10
-	VPADDD     Y9, Y10, Y10
 	VPAND      avx2bfhigh<>+0(SB), Y10, Y10
 	VCMPPS     $0x03, Y9, Y9, Y9
 	VBLENDVPS  Y9, avx2bfnanhigh<>+0(SB), Y10, Y10
 	VPUNPCKHWD 64(R8)(R10*2), Y8, Y9
 	VPUNPCKHWD 64(R9)(R10*2), Y8, Y11
 	VADDPS     Y11, Y9, Y9
-	VPSRLD     $0x10, Y9, Y11
-	VPAND      avx2bfone<>+0(SB), Y11, Y11
+	VPAND      avx2bfkept<>+0(SB), Y9, Y11
+	VPCMPEQD   avx2bfkept<>+0(SB), Y11, Y11
+	VPSUBD     Y11, Y9, Y11
 	VPADDD     avx2bfbias<>+0(SB), Y11, Y11
-	VPADDD     Y9, Y11, Y11
 	VPAND      avx2bfhigh<>+0(SB), Y11, Y11
 	VCMPPS     $0x03, Y9, Y9, Y9
 	VBLENDVPS  Y9, avx2bfnanhigh<>+0(SB), Y11, Y11
@@ -21343,20 +21343,20 @@ addsumblock:
 	VPUNPCKLWD 96(R8)(R10*2), Y8, Y9
 	VPUNPCKLWD 96(R9)(R10*2), Y8, Y10
 	VADDPS     Y10, Y9, Y9
-	VPSRLD     $0x10, Y9, Y10
-	VPAND      avx2bfone<>+0(SB), Y10, Y10
+	VPAND      avx2bfkept<>+0(SB), Y9, Y10
+	VPCMPEQD   avx2bfkept<>+0(SB), Y10, Y10
+	VPSUBD     Y10, Y9, Y10
 	VPADDD     avx2bfbias<>+0(SB), Y10, Y10
-	VPADDD     Y9, Y10, Y10
 	VPAND      avx2bfhigh<>+0(SB), Y10, Y10
 	VCMPPS     $0x03, Y9, Y9, Y9
 	VBLENDVPS  Y9, avx2bfnanhigh<>+0(SB), Y10, Y10
 	VPUNPCKHWD 96(R8)(R10*2), Y8, Y9
 	VPUNPCKHWD 96(R9)(R10*2), Y8, Y11
 	VADDPS     Y11, Y9, Y9
-	VPSRLD     $0x10, Y9, Y11
-	VPAND      avx2bfone<>+0(SB), Y11, Y11
+	VPAND      avx2bfkept<>+0(SB), Y9, Y11
+	VPCMPEQD   avx2bfkept<>+0(SB), Y11, Y11
+	VPSUBD     Y11, Y9, Y11
 	VPADDD     avx2bfbias<>+0(SB), Y11, Y11
-	VPADDD     Y9, Y11, Y11
 	VPAND      avx2bfhigh<>+0(SB), Y11, Y11
 	VCMPPS     $0x03, Y9, Y9, Y9
 	VBLENDVPS  Y9, avx2bfnanhigh<>+0(SB), Y11, Y11
@@ -21638,7 +21638,7 @@ longrows24:
 	JZ      scaleloopnoweight
 	TESTL   $0x00000010, R11
 	JNZ     scaleloopoffset
-	VMOVDQU avx2bfone<>+0(SB), Y2
+	VMOVDQU avx2bfkept<>+0(SB), Y2
 	VMOVDQU avx2bfbias<>+0(SB), Y3
 	VMOVDQU avx2bfhigh<>+0(SB), Y4
 	VPXOR   Y5, Y5, Y5
@@ -21660,25 +21660,25 @@ scaleloopbody27:
 	VMULPS     Y1, Y9, Y9
 	TESTL      $0x00000008, job_flags+0(AX)
 	JZ         notrn28
-	VPSRLD     $0x10, Y6, Y10
-	VPAND      Y2, Y10, Y10
+	VPAND      Y2, Y6, Y10
+	VPCMPEQD   Y2, Y10, Y10
+	VPSUBD     Y10, Y6, Y10
 	VPADDD     Y3, Y10, Y10
-	VPADDD     Y6, Y10, Y10
 	VPAND      Y4, Y10, Y6
-	VPSRLD     $0x10, Y7, Y10
-	VPAND      Y2, Y10, Y10
+	VPAND      Y2, Y7, Y10
+	VPCMPEQD   Y2, Y10, Y10
+	VPSUBD     Y10, Y7, Y10
 	VPADDD     Y3, Y10, Y10
-	VPADDD     Y7, Y10, Y10
 	VPAND      Y4, Y10, Y7
-	VPSRLD     $0x10, Y8, Y10
-	VPAND      Y2, Y10, Y10
+	VPAND      Y2, Y8, Y10
+	VPCMPEQD   Y2, Y10, Y10
+	VPSUBD     Y10, Y8, Y10
 	VPADDD     Y3, Y10, Y10
-	VPADDD     Y8, Y10, Y10
 	VPAND      Y4, Y10, Y8
-	VPSRLD     $0x10, Y9, Y10
-	VPAND      Y2, Y10, Y10
+	VPAND      Y2, Y9, Y10
+	VPCMPEQD   Y2, Y10, Y10
+	VPSUBD     Y10, Y9, Y10
 	VPADDD     Y3, Y10, Y10
-	VPADDD     Y9, Y10, Y10
 	VPAND      Y4, Y10, Y9
 
 notrn28:
@@ -21691,15 +21691,15 @@ notrn28:
 	VCMPPS         $0x03, Y7, Y6, Y10
 	VPTEST         Y10, Y10
 	JNZ            bf16nan29
-	VPSRLD         $0x10, Y6, Y10
-	VPAND          Y2, Y10, Y10
+	VPAND          Y2, Y6, Y10
+	VPCMPEQD       Y2, Y10, Y10
+	VPSUBD         Y10, Y6, Y10
 	VPADDD         Y3, Y10, Y10
-	VPADDD         Y6, Y10, Y10
 	VPSRLD         $0x10, Y10, Y10
-	VPSRLD         $0x10, Y7, Y6
-	VPAND          Y2, Y6, Y6
+	VPAND          Y2, Y7, Y6
+	VPCMPEQD       Y2, Y6, Y6
+	VPSUBD         Y6, Y7, Y6
 	VPADDD         Y3, Y6, Y6
-	VPADDD         Y7, Y6, Y6
 	VPSRLD         $0x10, Y6, Y6
 	VPACKUSDW      Y6, Y10, Y10
 
@@ -21714,15 +21714,15 @@ bf16packed30:
 	VCMPPS         $0x03, Y9, Y8, Y6
 	VPTEST         Y6, Y6
 	JNZ            bf16nan31
-	VPSRLD         $0x10, Y8, Y6
-	VPAND          Y2, Y6, Y6
+	VPAND          Y2, Y8, Y6
+	VPCMPEQD       Y2, Y6, Y6
+	VPSUBD         Y6, Y8, Y6
 	VPADDD         Y3, Y6, Y6
-	VPADDD         Y8, Y6, Y6
 	VPSRLD         $0x10, Y6, Y6
-	VPSRLD         $0x10, Y9, Y7
-	VPAND          Y2, Y7, Y7
+	VPAND          Y2, Y9, Y7
+	VPCMPEQD       Y2, Y7, Y7
+	VPSUBD         Y7, Y9, Y7
 	VPADDD         Y3, Y7, Y7
-	VPADDD         Y9, Y7, Y7
 	VPSRLD         $0x10, Y7, Y7
 	VPACKUSDW      Y7, Y6, Y6
 
@@ -21737,7 +21737,7 @@ scalelooppf26:
 
 	PCALIGN $32
 scaleloopoffset:
-	VMOVDQU avx2bfone<>+0(SB), Y2
+	VMOVDQU avx2bfkept<>+0(SB), Y2
 	VMOVDQU avx2bfbias<>+0(SB), Y3
 	VMOVDQU avx2bfhigh<>+0(SB), Y4
 	VPXOR   Y5, Y5, Y5
@@ -21759,25 +21759,25 @@ scaleloopoffsetbody35:
 	VMULPS     Y1, Y9, Y9
 	TESTL      $0x00000008, job_flags+0(AX)
 	JZ         notrn36
-	VPSRLD     $0x10, Y6, Y10
-	VPAND      Y2, Y10, Y10
+	VPAND      Y2, Y6, Y10
+	VPCMPEQD   Y2, Y10, Y10
+	VPSUBD     Y10, Y6, Y10
 	VPADDD     Y3, Y10, Y10
-	VPADDD     Y6, Y10, Y10
 	VPAND      Y4, Y10, Y6
-	VPSRLD     $0x10, Y7, Y10
-	VPAND      Y2, Y10, Y10
+	VPAND      Y2, Y7, Y10
+	VPCMPEQD   Y2, Y10, Y10
+	VPSUBD     Y10, Y7, Y10
 	VPADDD     Y3, Y10, Y10
-	VPADDD     Y7, Y10, Y10
 	VPAND      Y4, Y10, Y7
-	VPSRLD     $0x10, Y8, Y10
-	VPAND      Y2, Y10, Y10
+	VPAND      Y2, Y8, Y10
+	VPCMPEQD   Y2, Y10, Y10
+	VPSUBD     Y10, Y8, Y10
 	VPADDD     Y3, Y10, Y10
-	VPADDD     Y8, Y10, Y10
 	VPAND      Y4, Y10, Y8
-	VPSRLD     $0x10, Y9, Y10
-	VPAND      Y2, Y10, Y10
+	VPAND      Y2, Y9, Y10
+	VPCMPEQD   Y2, Y10, Y10
+	VPSUBD     Y10, Y9, Y10
 	VPADDD     Y3, Y10, Y10
-	VPADDD     Y9, Y10, Y10
 	VPAND      Y4, Y10, Y9
 
 notrn36:
@@ -21792,15 +21792,15 @@ notrn36:
 	VCMPPS         $0x03, Y7, Y6, Y10
 	VPTEST         Y10, Y10
 	JNZ            bf16nan37
-	VPSRLD         $0x10, Y6, Y10
-	VPAND          Y2, Y10, Y10
+	VPAND          Y2, Y6, Y10
+	VPCMPEQD       Y2, Y10, Y10
+	VPSUBD         Y10, Y6, Y10
 	VPADDD         Y3, Y10, Y10
-	VPADDD         Y6, Y10, Y10
 	VPSRLD         $0x10, Y10, Y10
-	VPSRLD         $0x10, Y7, Y6
-	VPAND          Y2, Y6, Y6
+	VPAND          Y2, Y7, Y6
+	VPCMPEQD       Y2, Y6, Y6
+	VPSUBD         Y6, Y7, Y6
 	VPADDD         Y3, Y6, Y6
-	VPADDD         Y7, Y6, Y6
 	VPSRLD         $0x10, Y6, Y6
 	VPACKUSDW      Y6, Y10, Y10
 
@@ -21817,15 +21817,15 @@ bf16packed38:
 	VCMPPS         $0x03, Y9, Y8, Y6
 	VPTEST         Y6, Y6
 	JNZ            bf16nan39
-	VPSRLD         $0x10, Y8, Y6
-	VPAND          Y2, Y6, Y6
+	VPAND          Y2, Y8, Y6
+	VPCMPEQD       Y2, Y6, Y6
+	VPSUBD         Y6, Y8, Y6
 	VPADDD         Y3, Y6, Y6
-	VPADDD         Y8, Y6, Y6
 	VPSRLD         $0x10, Y6, Y6
-	VPSRLD         $0x10, Y9, Y7
-	VPAND          Y2, Y7, Y7
+	VPAND          Y2, Y9, Y7
+	VPCMPEQD       Y2, Y7, Y7
+	VPSUBD         Y7, Y9, Y7
 	VPADDD         Y3, Y7, Y7
-	VPADDD         Y9, Y7, Y7
 	VPSRLD         $0x10, Y7, Y7
 	VPACKUSDW      Y7, Y6, Y6
 
@@ -21840,7 +21840,7 @@ scaleloopoffsetpf34:
 
 	PCALIGN $32
 scaleloopnoweight:
-	VMOVDQU avx2bfone<>+0(SB), Y2
+	VMOVDQU avx2bfkept<>+0(SB), Y2
 	VMOVDQU avx2bfbias<>+0(SB), Y3
 	VPXOR   Y4, Y4, Y4
 
@@ -21862,15 +21862,15 @@ scaleloopnoweightbody43:
 	VCMPPS     $0x03, Y6, Y5, Y9
 	VPTEST     Y9, Y9
 	JNZ        bf16nan44
-	VPSRLD     $0x10, Y5, Y9
-	VPAND      Y2, Y9, Y9
+	VPAND      Y2, Y5, Y9
+	VPCMPEQD   Y2, Y9, Y9
+	VPSUBD     Y9, Y5, Y9
 	VPADDD     Y3, Y9, Y9
-	VPADDD     Y5, Y9, Y9
 	VPSRLD     $0x10, Y9, Y9
-	VPSRLD     $0x10, Y6, Y5
-	VPAND      Y2, Y5, Y5
+	VPAND      Y2, Y6, Y5
+	VPCMPEQD   Y2, Y5, Y5
+	VPSUBD     Y5, Y6, Y5
 	VPADDD     Y3, Y5, Y5
-	VPADDD     Y6, Y5, Y5
 	VPSRLD     $0x10, Y5, Y5
 	VPACKUSDW  Y5, Y9, Y9
 
@@ -21879,15 +21879,15 @@ bf16packed45:
 	VCMPPS    $0x03, Y8, Y7, Y5
 	VPTEST    Y5, Y5
 	JNZ       bf16nan46
-	VPSRLD    $0x10, Y7, Y5
-	VPAND     Y2, Y5, Y5
+	VPAND     Y2, Y7, Y5
+	VPCMPEQD  Y2, Y5, Y5
+	VPSUBD    Y5, Y7, Y5
 	VPADDD    Y3, Y5, Y5
-	VPADDD    Y7, Y5, Y5
 	VPSRLD    $0x10, Y5, Y5
-	VPSRLD    $0x10, Y8, Y6
-	VPAND     Y2, Y6, Y6
+	VPAND     Y2, Y8, Y6
+	VPCMPEQD  Y2, Y6, Y6
+	VPSUBD    Y6, Y8, Y6
 	VPADDD    Y3, Y6, Y6
-	VPADDD    Y8, Y6, Y6
 	VPSRLD    $0x10, Y6, Y6
 	VPACKUSDW Y6, Y5, Y5
 
@@ -21919,10 +21919,10 @@ scalehead:
 	VMULPS    Y1, Y2, Y2
 	TESTL     $0x00000008, job_flags+0(AX)
 	JZ        notrn48
-	VPSRLD    $0x10, Y2, Y3
-	VPAND     avx2bfone<>+0(SB), Y3, Y3
+	VPAND     avx2bfkept<>+0(SB), Y2, Y3
+	VPCMPEQD  avx2bfkept<>+0(SB), Y3, Y3
+	VPSUBD    Y3, Y2, Y3
 	VPADDD    avx2bfbias<>+0(SB), Y3, Y3
-	VPADDD    Y2, Y3, Y3
 	VPAND     avx2bfhigh<>+0(SB), Y3, Y3
 	VCMPPS    $0x03, Y2, Y2, Y2
 	VBLENDVPS Y2, avx2bfnanhigh<>+0(SB), Y3, Y2
@@ -21935,10 +21935,10 @@ notrn48:
 	VMULPS  Y3, Y2, Y2
 
 noweight49:
-	VPSRLD       $0x10, Y2, Y3
-	VPAND        avx2bfone<>+0(SB), Y3, Y3
+	VPAND        avx2bfkept<>+0(SB), Y2, Y3
+	VPCMPEQD     avx2bfkept<>+0(SB), Y3, Y3
+	VPSUBD       Y3, Y2, Y3
 	VPADDD       avx2bfbias<>+0(SB), Y3, Y3
-	VPADDD       Y2, Y3, Y3
 	VPSRLD       $0x10, Y3, Y3
 	VCMPPS       $0x03, Y2, Y2, Y2
 	VBLENDVPS    Y2, avx2bfnanlow<>+0(SB), Y3, Y3
@@ -21961,7 +21961,7 @@ scalentgo:
 longrows50:
 	ADDQ    DX, R10
 	MOVL    job_flags+0(AX), R11
-	VMOVDQU avx2bfone<>+0(SB), Y2
+	VMOVDQU avx2bfkept<>+0(SB), Y2
 	VMOVDQU avx2bfbias<>+0(SB), Y3
 	VMOVDQU avx2bfhigh<>+0(SB), Y4
 	VPXOR   Y5, Y5, Y5
@@ -21980,25 +21980,25 @@ scalentloopiter51:
 	VMULPS     Y1, Y9, Y9
 	TESTL      $0x00000008, job_flags+0(AX)
 	JZ         notrn52
-	VPSRLD     $0x10, Y6, Y10
-	VPAND      Y2, Y10, Y10
+	VPAND      Y2, Y6, Y10
+	VPCMPEQD   Y2, Y10, Y10
+	VPSUBD     Y10, Y6, Y10
 	VPADDD     Y3, Y10, Y10
-	VPADDD     Y6, Y10, Y10
 	VPAND      Y4, Y10, Y6
-	VPSRLD     $0x10, Y7, Y10
-	VPAND      Y2, Y10, Y10
+	VPAND      Y2, Y7, Y10
+	VPCMPEQD   Y2, Y10, Y10
+	VPSUBD     Y10, Y7, Y10
 	VPADDD     Y3, Y10, Y10
-	VPADDD     Y7, Y10, Y10
 	VPAND      Y4, Y10, Y7
-	VPSRLD     $0x10, Y8, Y10
-	VPAND      Y2, Y10, Y10
+	VPAND      Y2, Y8, Y10
+	VPCMPEQD   Y2, Y10, Y10
+	VPSUBD     Y10, Y8, Y10
 	VPADDD     Y3, Y10, Y10
-	VPADDD     Y8, Y10, Y10
 	VPAND      Y4, Y10, Y8
-	VPSRLD     $0x10, Y9, Y10
-	VPAND      Y2, Y10, Y10
+	VPAND      Y2, Y9, Y10
+	VPCMPEQD   Y2, Y10, Y10
+	VPSUBD     Y10, Y9, Y10
 	VPADDD     Y3, Y10, Y10
-	VPADDD     Y9, Y10, Y10
 	VPAND      Y4, Y10, Y9
 
 notrn52:
@@ -22023,15 +22023,15 @@ weighed54:
 	VCMPPS    $0x03, Y7, Y6, Y10
 	VPTEST    Y10, Y10
 	JNZ       bf16nan55
-	VPSRLD    $0x10, Y6, Y10
-	VPAND     Y2, Y10, Y10
+	VPAND     Y2, Y6, Y10
+	VPCMPEQD  Y2, Y10, Y10
+	VPSUBD    Y10, Y6, Y10
 	VPADDD    Y3, Y10, Y10
-	VPADDD    Y6, Y10, Y10
 	VPSRLD    $0x10, Y10, Y10
-	VPSRLD    $0x10, Y7, Y6
-	VPAND     Y2, Y6, Y6
+	VPAND     Y2, Y7, Y6
+	VPCMPEQD  Y2, Y6, Y6
+	VPSUBD    Y6, Y7, Y6
 	VPADDD    Y3, Y6, Y6
-	VPADDD    Y7, Y6, Y6
 	VPSRLD    $0x10, Y6, Y6
 	VPACKUSDW Y6, Y10, Y10
 
@@ -22040,15 +22040,15 @@ bf16packed56:
 	VCMPPS    $0x03, Y9, Y8, Y6
 	VPTEST    Y6, Y6
 	JNZ       bf16nan57
-	VPSRLD    $0x10, Y8, Y6
-	VPAND     Y2, Y6, Y6
+	VPAND     Y2, Y8, Y6
+	VPCMPEQD  Y2, Y6, Y6
+	VPSUBD    Y6, Y8, Y6
 	VPADDD    Y3, Y6, Y6
-	VPADDD    Y8, Y6, Y6
 	VPSRLD    $0x10, Y6, Y6
-	VPSRLD    $0x10, Y9, Y7
-	VPAND     Y2, Y7, Y7
+	VPAND     Y2, Y9, Y7
+	VPCMPEQD  Y2, Y7, Y7
+	VPSUBD    Y7, Y9, Y7
 	VPADDD    Y3, Y7, Y7
-	VPADDD    Y9, Y7, Y7
 	VPSRLD    $0x10, Y7, Y7
 	VPACKUSDW Y7, Y6, Y6
 
@@ -22087,10 +22087,10 @@ scaleone:
 	VMULPS    Y1, Y2, Y2
 	TESTL     $0x00000008, job_flags+0(AX)
 	JZ        notrn59
-	VPSRLD    $0x10, Y2, Y3
-	VPAND     avx2bfone<>+0(SB), Y3, Y3
+	VPAND     avx2bfkept<>+0(SB), Y2, Y3
+	VPCMPEQD  avx2bfkept<>+0(SB), Y3, Y3
+	VPSUBD    Y3, Y2, Y3
 	VPADDD    avx2bfbias<>+0(SB), Y3, Y3
-	VPADDD    Y2, Y3, Y3
 	VPAND     avx2bfhigh<>+0(SB), Y3, Y3
 	VCMPPS    $0x03, Y2, Y2, Y2
 	VBLENDVPS Y2, avx2bfnanhigh<>+0(SB), Y3, Y2
@@ -22103,10 +22103,10 @@ notrn59:
 	VMULPS  Y3, Y2, Y2
 
 noweight60:
-	VPSRLD       $0x10, Y2, Y3
-	VPAND        avx2bfone<>+0(SB), Y3, Y3
+	VPAND        avx2bfkept<>+0(SB), Y2, Y3
+	VPCMPEQD     avx2bfkept<>+0(SB), Y3, Y3
+	VPSUBD       Y3, Y2, Y3
 	VPADDD       avx2bfbias<>+0(SB), Y3, Y3
-	VPADDD       Y2, Y3, Y3
 	VPSRLD       $0x10, Y3, Y3
 	VCMPPS       $0x03, Y2, Y2, Y2
 	VBLENDVPS    Y2, avx2bfnanlow<>+0(SB), Y3, Y3
@@ -22183,10 +22183,10 @@ nowcopy65:
 	VMULPS    Y2, Y1, Y2
 	TESTL     $0x00000008, job_flags+0(AX)
 	JZ        notrn70
-	VPSRLD    $0x10, Y2, Y3
-	VPAND     avx2bfone<>+0(SB), Y3, Y3
+	VPAND     avx2bfkept<>+0(SB), Y2, Y3
+	VPCMPEQD  avx2bfkept<>+0(SB), Y3, Y3
+	VPSUBD    Y3, Y2, Y3
 	VPADDD    avx2bfbias<>+0(SB), Y3, Y3
-	VPADDD    Y2, Y3, Y3
 	VPAND     avx2bfhigh<>+0(SB), Y3, Y3
 	VCMPPS    $0x03, Y2, Y2, Y2
 	VBLENDVPS Y2, avx2bfnanhigh<>+0(SB), Y3, Y2
@@ -22199,10 +22199,10 @@ notrn70:
 	VMULPS  Y3, Y2, Y2
 
 noweight71:
-	VPSRLD       $0x10, Y2, Y3
-	VPAND        avx2bfone<>+0(SB), Y3, Y3
+	VPAND        avx2bfkept<>+0(SB), Y2, Y3
+	VPCMPEQD     avx2bfkept<>+0(SB), Y3, Y3
+	VPSUBD       Y3, Y2, Y3
 	VPADDD       avx2bfbias<>+0(SB), Y3, Y3
-	VPADDD       Y2, Y3, Y3
 	VPSRLD       $0x10, Y3, Y3
 	VCMPPS       $0x03, Y2, Y2, Y2
 	VBLENDVPS    Y2, avx2bfnanlow<>+0(SB), Y3, Y3
@@ -22293,20 +22293,20 @@ addwhole:
 	VPUNPCKLWD (R8)(R10*2), Y8, Y9
 	VPUNPCKLWD (R9)(R10*2), Y8, Y10
 	VADDPS     Y10, Y9, Y9
-	VPSRLD     $0x10, Y9, Y10
-	VPAND      avx2bfone<>+0(SB), Y10, Y10
+	VPAND      avx2bfkept<>+0(SB), Y9, Y10
+	VPCMPEQD   avx2bfkept<>+0(SB), Y10, Y10
+	VPSUBD     Y10, Y9, Y10
 	VPADDD     avx2bfbias<>+0(SB), Y10, Y10
-	VPADDD     Y9, Y10, Y10
 	VPAND      avx2bfhigh<>+0(SB), Y10, Y10
 	VCMPPS     $0x03, Y9, Y9, Y9
 	VBLENDVPS  Y9, avx2bfnanhigh<>+0(SB), Y10, Y10
 	VPUNPCKHWD (R8)(R10*2), Y8, Y9
 	VPUNPCKHWD (R9)(R10*2), Y8, Y11
 	VADDPS     Y11, Y9, Y9
-	VPSRLD     $0x10, Y9, Y11
-	VPAND      avx2bfone<>+0(SB), Y11, Y11
+	VPAND      avx2bfkept<>+0(SB), Y9, Y11
+	VPCMPEQD   avx2bfkept<>+0(SB), Y11, Y11
+	VPSUBD     Y11, Y9, Y11
 	VPADDD     avx2bfbias<>+0(SB), Y11, Y11
-	VPADDD     Y9, Y11, Y11
 	VPAND      avx2bfhigh<>+0(SB), Y11, Y11
 	VCMPPS     $0x03, Y9, Y9, Y9
 	VBLENDVPS  Y9, avx2bfnanhigh<>+0(SB), Y11, Y11
@@ -22323,20 +22323,20 @@ addwhole:
 	VPUNPCKLWD 32(R8)(R10*2), Y8, Y9
 	VPUNPCKLWD 32(R9)(R10*2), Y8, Y10
 	VADDPS     Y10, Y9, Y9
-	VPSRLD     $0x10, Y9, Y10
-	VPAND      avx2bfone<>+0(SB), Y10, Y10
+	VPAND      avx2bfkept<>+0(SB), Y9, Y10
+	VPCMPEQD   avx2bfkept<>+0(SB), Y10, Y10
+	VPSUBD     Y10, Y9, Y10
 	VPADDD     avx2bfbias<>+0(SB), Y10, Y10
-	VPADDD     Y9, Y10, Y10
 	VPAND      avx2bfhigh<>+0(SB), Y10, Y10
 	VCMPPS     $0x03, Y9, Y9, Y9
 	VBLENDVPS  Y9, avx2bfnanhigh<>+0(SB), Y10, Y10
 	VPUNPCKHWD 32(R8)(R10*2), Y8, Y9
 	VPUNPCKHWD 32(R9)(R10*2), Y8, Y11
 	VADDPS     Y11, Y9, Y9
-	VPSRLD     $0x10, Y9, Y11
-	VPAND      avx2bfone<>+0(SB), Y11, Y11
+	VPAND      avx2bfkept<>+0(SB), Y9, Y11
+	VPCMPEQD   avx2bfkept<>+0(SB), Y11, Y11
+	VPSUBD     Y11, Y9, Y11
 	VPADDD     avx2bfbias<>+0(SB), Y11, Y11
-	VPADDD     Y9, Y11, Y11
 	VPAND      avx2bfhigh<>+0(SB), Y11, Y11
 	VCMPPS     $0x03, Y9, Y9, Y9
 	VBLENDVPS  Y9, avx2bfnanhigh<>+0(SB), Y11, Y11
@@ -22353,20 +22353,20 @@ addwhole:
 	VPUNPCKLWD 64(R8)(R10*2), Y8, Y9
 	VPUNPCKLWD 64(R9)(R10*2), Y8, Y10
 	VADDPS     Y10, Y9, Y9
-	VPSRLD     $0x10, Y9, Y10
-	VPAND      avx2bfone<>+0(SB), Y10, Y10
+	VPAND      avx2bfkept<>+0(SB), Y9, Y10
+	VPCMPEQD   avx2bfkept<>+0(SB), Y10, Y10
+	VPSUBD     Y10, Y9, Y10
 	VPADDD     avx2bfbias<>+0(SB), Y10, Y10
-	VPADDD     Y9, Y10, Y10
 	VPAND      avx2bfhigh<>+0(SB), Y10, Y10
 	VCMPPS     $0x03, Y9, Y9, Y9
 	VBLENDVPS  Y9, avx2bfnanhigh<>+0(SB), Y10, Y10
 	VPUNPCKHWD 64(R8)(R10*2), Y8, Y9
 	VPUNPCKHWD 64(R9)(R10*2), Y8, Y8
 	VADDPS     Y8, Y9, Y9
-	VPSRLD     $0x10, Y9, Y8
-	VPAND      avx2bfone<>+0(SB), Y8, Y8
+	VPAND      avx2bfkept<>+0(SB), Y9, Y8
+	VPCMPEQD   avx2bfkept<>+0(SB), Y8, Y8
+	VPSUBD     Y8, Y9, Y8
 	VPADDD     avx2bfbias<>+0(SB), Y8, Y8
-	VPADDD     Y9, Y8, Y8
 	VPAND      avx2bfhigh<>+0(SB), Y8, Y8
 	VCMPPS     $0x03, Y9, Y9, Y9
 	VBLENDVPS  Y9, avx2bfnanhigh<>+0(SB), Y8, Y8
@@ -22383,17 +22383,17 @@ addwhole:
 	JMP        addsummed
 
 bf16nan29:
-	VPSRLD    $0x10, Y6, Y10
-	VPAND     avx2bfone<>+0(SB), Y10, Y10
+	VPAND     avx2bfkept<>+0(SB), Y6, Y10
+	VPCMPEQD  avx2bfkept<>+0(SB), Y10, Y10
+	VPSUBD    Y10, Y6, Y10
 	VPADDD    avx2bfbias<>+0(SB), Y10, Y10
-	VPADDD    Y6, Y10, Y10
 	VPSRLD    $0x10, Y10, Y10
 	VCMPPS    $0x03, Y6, Y6, Y6
 	VBLENDVPS Y6, avx2bfnanlow<>+0(SB), Y10, Y10
-	VPSRLD    $0x10, Y7, Y6
-	VPAND     avx2bfone<>+0(SB), Y6, Y6
+	VPAND     avx2bfkept<>+0(SB), Y7, Y6
+	VPCMPEQD  avx2bfkept<>+0(SB), Y6, Y6
+	VPSUBD    Y6, Y7, Y6
 	VPADDD    avx2bfbias<>+0(SB), Y6, Y6
-	VPADDD    Y7, Y6, Y6
 	VPSRLD    $0x10, Y6, Y6
 	VCMPPS    $0x03, Y7, Y7, Y7
 	VBLENDVPS Y7, avx2bfnanlow<>+0(SB), Y6, Y6
@@ -22401,17 +22401,17 @@ bf16nan29:
 	JMP       bf16packed30
 
 bf16nan31:
-	VPSRLD    $0x10, Y8, Y6
-	VPAND     avx2bfone<>+0(SB), Y6, Y6
+	VPAND     avx2bfkept<>+0(SB), Y8, Y6
+	VPCMPEQD  avx2bfkept<>+0(SB), Y6, Y6
+	VPSUBD    Y6, Y8, Y6
 	VPADDD    avx2bfbias<>+0(SB), Y6, Y6
-	VPADDD    Y8, Y6, Y6
 	VPSRLD    $0x10, Y6, Y6
 	VCMPPS    $0x03, Y8, Y8, Y7
 	VBLENDVPS Y7, avx2bfnanlow<>+0(SB), Y6, Y6
-	VPSRLD    $0x10, Y9, Y7
-	VPAND     avx2bfone<>+0(SB), Y7, Y7
+	VPAND     avx2bfkept<>+0(SB), Y9, Y7
+	VPCMPEQD  avx2bfkept<>+0(SB), Y7, Y7
+	VPSUBD    Y7, Y9, Y7
 	VPADDD    avx2bfbias<>+0(SB), Y7, Y7
-	VPADDD    Y9, Y7, Y7
 	VPSRLD    $0x10, Y7, Y7
 	VCMPPS    $0x03, Y9, Y9, Y8
 	VBLENDVPS Y8, avx2bfnanlow<>+0(SB), Y7, Y7
@@ -22419,17 +22419,17 @@ bf16nan31:
 	JMP       bf16packed32
 
 bf16nan37:
-	VPSRLD    $0x10, Y6, Y10
-	VPAND     avx2bfone<>+0(SB), Y10, Y10
+	VPAND     avx2bfkept<>+0(SB), Y6, Y10
+	VPCMPEQD  avx2bfkept<>+0(SB), Y10, Y10
+	VPSUBD    Y10, Y6, Y10
 	VPADDD    avx2bfbias<>+0(SB), Y10, Y10
-	VPADDD    Y6, Y10, Y10
 	VPSRLD    $0x10, Y10, Y10
 	VCMPPS    $0x03, Y6, Y6, Y6
 	VBLENDVPS Y6, avx2bfnanlow<>+0(SB), Y10, Y10
-	VPSRLD    $0x10, Y7, Y6
-	VPAND     avx2bfone<>+0(SB), Y6, Y6
+	VPAND     avx2bfkept<>+0(SB), Y7, Y6
+	VPCMPEQD  avx2bfkept<>+0(SB), Y6, Y6
+	VPSUBD    Y6, Y7, Y6
 	VPADDD    avx2bfbias<>+0(SB), Y6, Y6
-	VPADDD    Y7, Y6, Y6
 	VPSRLD    $0x10, Y6, Y6
 	VCMPPS    $0x03, Y7, Y7, Y7
 	VBLENDVPS Y7, avx2bfnanlow<>+0(SB), Y6, Y6
@@ -22437,17 +22437,17 @@ bf16nan37:
 	JMP       bf16packed38
 
 bf16nan39:
-	VPSRLD    $0x10, Y8, Y6
-	VPAND     avx2bfone<>+0(SB), Y6, Y6
+	VPAND     avx2bfkept<>+0(SB), Y8, Y6
+	VPCMPEQD  avx2bfkept<>+0(SB), Y6, Y6
+	VPSUBD    Y6, Y8, Y6
 	VPADDD    avx2bfbias<>+0(SB), Y6, Y6
-	VPADDD    Y8, Y6, Y6
 	VPSRLD    $0x10, Y6, Y6
 	VCMPPS    $0x03, Y8, Y8, Y7
 	VBLENDVPS Y7, avx2bfnanlow<>+0(SB), Y6, Y6
-	VPSRLD    $0x10, Y9, Y7
-	VPAND     avx2bfone<>+0(SB), Y7, Y7
+	VPAND     avx2bfkept<>+0(SB), Y9, Y7
+	VPCMPEQD  avx2bfkept<>+0(SB), Y7, Y7
+	VPSUBD    Y7, Y9, Y7
 	VPADDD    avx2bfbias<>+0(SB), Y7, Y7
-	VPADDD    Y9, Y7, Y7
 	VPSRLD    $0x10, Y7, Y7
 	VCMPPS    $0x03, Y9, Y9, Y8
 	VBLENDVPS Y8, avx2bfnanlow<>+0(SB), Y7, Y7
@@ -22455,17 +22455,17 @@ bf16nan39:
 	JMP       bf16packed40
 
 bf16nan44:
-	VPSRLD    $0x10, Y5, Y9
-	VPAND     avx2bfone<>+0(SB), Y9, Y9
+	VPAND     avx2bfkept<>+0(SB), Y5, Y9
+	VPCMPEQD  avx2bfkept<>+0(SB), Y9, Y9
+	VPSUBD    Y9, Y5, Y9
 	VPADDD    avx2bfbias<>+0(SB), Y9, Y9
-	VPADDD    Y5, Y9, Y9
 	VPSRLD    $0x10, Y9, Y9
 	VCMPPS    $0x03, Y5, Y5, Y5
 	VBLENDVPS Y5, avx2bfnanlow<>+0(SB), Y9, Y9
-	VPSRLD    $0x10, Y6, Y5
-	VPAND     avx2bfone<>+0(SB), Y5, Y5
+	VPAND     avx2bfkept<>+0(SB), Y6, Y5
+	VPCMPEQD  avx2bfkept<>+0(SB), Y5, Y5
+	VPSUBD    Y5, Y6, Y5
 	VPADDD    avx2bfbias<>+0(SB), Y5, Y5
-	VPADDD    Y6, Y5, Y5
 	VPSRLD    $0x10, Y5, Y5
 	VCMPPS    $0x03, Y6, Y6, Y6
 	VBLENDVPS Y6, avx2bfnanlow<>+0(SB), Y5, Y5
@@ -22473,17 +22473,17 @@ bf16nan44:
 	JMP       bf16packed45
 
 bf16nan46:
-	VPSRLD    $0x10, Y7, Y5
-	VPAND     avx2bfone<>+0(SB), Y5, Y5
+	VPAND     avx2bfkept<>+0(SB), Y7, Y5
+	VPCMPEQD  avx2bfkept<>+0(SB), Y5, Y5
+	VPSUBD    Y5, Y7, Y5
 	VPADDD    avx2bfbias<>+0(SB), Y5, Y5
-	VPADDD    Y7, Y5, Y5
 	VPSRLD    $0x10, Y5, Y5
 	VCMPPS    $0x03, Y7, Y7, Y6
 	VBLENDVPS Y6, avx2bfnanlow<>+0(SB), Y5, Y5
-	VPSRLD    $0x10, Y8, Y6
-	VPAND     avx2bfone<>+0(SB), Y6, Y6
+	VPAND     avx2bfkept<>+0(SB), Y8, Y6
+	VPCMPEQD  avx2bfkept<>+0(SB), Y6, Y6
+	VPSUBD    Y6, Y8, Y6
 	VPADDD    avx2bfbias<>+0(SB), Y6, Y6
-	VPADDD    Y8, Y6, Y6
 	VPSRLD    $0x10, Y6, Y6
 	VCMPPS    $0x03, Y8, Y8, Y7
 	VBLENDVPS Y7, avx2bfnanlow<>+0(SB), Y6, Y6
@@ -22491,17 +22491,17 @@ bf16nan46:
 	JMP       bf16packed47
 
 bf16nan55:
-	VPSRLD    $0x10, Y6, Y10
-	VPAND     avx2bfone<>+0(SB), Y10, Y10
+	VPAND     avx2bfkept<>+0(SB), Y6, Y10
+	VPCMPEQD  avx2bfkept<>+0(SB), Y10, Y10
+	VPSUBD    Y10, Y6, Y10
 	VPADDD    avx2bfbias<>+0(SB), Y10, Y10
-	VPADDD    Y6, Y10, Y10
 	VPSRLD    $0x10, Y10, Y10
 	VCMPPS    $0x03, Y6, Y6, Y6
 	VBLENDVPS Y6, avx2bfnanlow<>+0(SB), Y10, Y10
-	VPSRLD    $0x10, Y7, Y6
-	VPAND     avx2bfone<>+0(SB), Y6, Y6
+	VPAND     avx2bfkept<>+0(SB), Y7, Y6
+	VPCMPEQD  avx2bfkept<>+0(SB), Y6, Y6
+	VPSUBD    Y6, Y7, Y6
 	VPADDD    avx2bfbias<>+0(SB), Y6, Y6
-	VPADDD    Y7, Y6, Y6
 	VPSRLD    $0x10, Y6, Y6
 	VCMPPS    $0x03, Y7, Y7, Y7
 	VBLENDVPS Y7, avx2bfnanlow<>+0(SB), Y6, Y6
@@ -22509,17 +22509,17 @@ bf16nan55:
 	JMP       bf16packed56
 
 bf16nan57:
-	VPSRLD    $0x10, Y8, Y6
-	VPAND     avx2bfone<>+0(SB), Y6, Y6
+	VPAND     avx2bfkept<>+0(SB), Y8, Y6
+	VPCMPEQD  avx2bfkept<>+0(SB), Y6, Y6
+	VPSUBD    Y6, Y8, Y6
 	VPADDD    avx2bfbias<>+0(SB), Y6, Y6
-	VPADDD    Y8, Y6, Y6
 	VPSRLD    $0x10, Y6, Y6
 	VCMPPS    $0x03, Y8, Y8, Y7
 	VBLENDVPS Y7, avx2bfnanlow<>+0(SB), Y6, Y6
-	VPSRLD    $0x10, Y9, Y7
-	VPAND     avx2bfone<>+0(SB), Y7, Y7
+	VPAND     avx2bfkept<>+0(SB), Y9, Y7
+	VPCMPEQD  avx2bfkept<>+0(SB), Y7, Y7
+	VPSUBD    Y7, Y9, Y7
 	VPADDD    avx2bfbias<>+0(SB), Y7, Y7
-	VPADDD    Y9, Y7, Y7
 	VPSRLD    $0x10, Y7, Y7
 	VCMPPS    $0x03, Y9, Y9, Y8
 	VBLENDVPS Y8, avx2bfnanlow<>+0(SB), Y7, Y7
@@ -24563,39 +24563,39 @@ weightadd21:
 	JZ      scaleloopnoweight
 	TESTL   $0x00000010, job_flags+0(AX)
 	JNZ     scaleloopoffset
-	VMOVDQU avx2bfone<>+0(SB), Y2
+	VMOVDQU avx2bfkept<>+0(SB), Y2
 	VMOVDQU avx2bfbias<>+0(SB), Y3
 	VMOVDQU avx2bfhigh<>+0(SB), Y4
 
 scaleloopiter22:
-	CMPQ   R8, R9
-	JG     scaletail
-	VMULPS (DX)(R8*4), Y1, Y5
-	VMULPS 32(DX)(R8*4), Y1, Y6
-	VMULPS 64(DX)(R8*4), Y1, Y7
-	VMULPS 96(DX)(R8*4), Y1, Y8
-	TESTL  $0x00000008, job_flags+0(AX)
-	JZ     notrn23
-	VPSRLD $0x10, Y5, Y9
-	VPAND  Y2, Y9, Y9
-	VPADDD Y3, Y9, Y9
-	VPADDD Y5, Y9, Y9
-	VPAND  Y4, Y9, Y5
-	VPSRLD $0x10, Y6, Y9
-	VPAND  Y2, Y9, Y9
-	VPADDD Y3, Y9, Y9
-	VPADDD Y6, Y9, Y9
-	VPAND  Y4, Y9, Y6
-	VPSRLD $0x10, Y7, Y9
-	VPAND  Y2, Y9, Y9
-	VPADDD Y3, Y9, Y9
-	VPADDD Y7, Y9, Y9
-	VPAND  Y4, Y9, Y7
-	VPSRLD $0x10, Y8, Y9
-	VPAND  Y2, Y9, Y9
-	VPADDD Y3, Y9, Y9
-	VPADDD Y8, Y9, Y9
-	VPAND  Y4, Y9, Y8
+	CMPQ     R8, R9
+	JG       scaletail
+	VMULPS   (DX)(R8*4), Y1, Y5
+	VMULPS   32(DX)(R8*4), Y1, Y6
+	VMULPS   64(DX)(R8*4), Y1, Y7
+	VMULPS   96(DX)(R8*4), Y1, Y8
+	TESTL    $0x00000008, job_flags+0(AX)
+	JZ       notrn23
+	VPAND    Y2, Y5, Y9
+	VPCMPEQD Y2, Y9, Y9
+	VPSUBD   Y9, Y5, Y9
+	VPADDD   Y3, Y9, Y9
+	VPAND    Y4, Y9, Y5
+	VPAND    Y2, Y6, Y9
+	VPCMPEQD Y2, Y9, Y9
+	VPSUBD   Y9, Y6, Y9
+	VPADDD   Y3, Y9, Y9
+	VPAND    Y4, Y9, Y6
+	VPAND    Y2, Y7, Y9
+	VPCMPEQD Y2, Y9, Y9
+	VPSUBD   Y9, Y7, Y9
+	VPADDD   Y3, Y9, Y9
+	VPAND    Y4, Y9, Y7
+	VPAND    Y2, Y8, Y9
+	VPCMPEQD Y2, Y9, Y9
+	VPSUBD   Y9, Y8, Y9
+	VPADDD   Y3, Y9, Y9
+	VPAND    Y4, Y9, Y8
 
 notrn23:
 	VMULPS    (SI)(R8*4), Y5, Y5
@@ -24603,15 +24603,15 @@ notrn23:
 	VCMPPS    $0x03, Y6, Y5, Y9
 	VPTEST    Y9, Y9
 	JNZ       bf16nan24
-	VPSRLD    $0x10, Y5, Y9
-	VPAND     Y2, Y9, Y9
+	VPAND     Y2, Y5, Y9
+	VPCMPEQD  Y2, Y9, Y9
+	VPSUBD    Y9, Y5, Y9
 	VPADDD    Y3, Y9, Y9
-	VPADDD    Y5, Y9, Y9
 	VPSRLD    $0x10, Y9, Y9
-	VPSRLD    $0x10, Y6, Y5
-	VPAND     Y2, Y5, Y5
+	VPAND     Y2, Y6, Y5
+	VPCMPEQD  Y2, Y5, Y5
+	VPSUBD    Y5, Y6, Y5
 	VPADDD    Y3, Y5, Y5
-	VPADDD    Y6, Y5, Y5
 	VPSRLD    $0x10, Y5, Y5
 	VPACKUSDW Y5, Y9, Y9
 
@@ -24623,15 +24623,15 @@ bf16packed25:
 	VCMPPS    $0x03, Y8, Y7, Y5
 	VPTEST    Y5, Y5
 	JNZ       bf16nan26
-	VPSRLD    $0x10, Y7, Y5
-	VPAND     Y2, Y5, Y5
+	VPAND     Y2, Y7, Y5
+	VPCMPEQD  Y2, Y5, Y5
+	VPSUBD    Y5, Y7, Y5
 	VPADDD    Y3, Y5, Y5
-	VPADDD    Y7, Y5, Y5
 	VPSRLD    $0x10, Y5, Y5
-	VPSRLD    $0x10, Y8, Y6
-	VPAND     Y2, Y6, Y6
+	VPAND     Y2, Y8, Y6
+	VPCMPEQD  Y2, Y6, Y6
+	VPSUBD    Y6, Y8, Y6
 	VPADDD    Y3, Y6, Y6
-	VPADDD    Y8, Y6, Y6
 	VPSRLD    $0x10, Y6, Y6
 	VPACKUSDW Y6, Y5, Y5
 
@@ -24643,39 +24643,39 @@ bf16packed27:
 
 	PCALIGN $32
 scaleloopoffset:
-	VMOVDQU avx2bfone<>+0(SB), Y2
+	VMOVDQU avx2bfkept<>+0(SB), Y2
 	VMOVDQU avx2bfbias<>+0(SB), Y3
 	VMOVDQU avx2bfhigh<>+0(SB), Y4
 
 scaleloopoffsetiter28:
-	CMPQ   R8, R9
-	JG     scaletail
-	VMULPS (DX)(R8*4), Y1, Y5
-	VMULPS 32(DX)(R8*4), Y1, Y6
-	VMULPS 64(DX)(R8*4), Y1, Y7
-	VMULPS 96(DX)(R8*4), Y1, Y8
-	TESTL  $0x00000008, job_flags+0(AX)
-	JZ     notrn29
-	VPSRLD $0x10, Y5, Y9
-	VPAND  Y2, Y9, Y9
-	VPADDD Y3, Y9, Y9
-	VPADDD Y5, Y9, Y9
-	VPAND  Y4, Y9, Y5
-	VPSRLD $0x10, Y6, Y9
-	VPAND  Y2, Y9, Y9
-	VPADDD Y3, Y9, Y9
-	VPADDD Y6, Y9, Y9
-	VPAND  Y4, Y9, Y6
-	VPSRLD $0x10, Y7, Y9
-	VPAND  Y2, Y9, Y9
-	VPADDD Y3, Y9, Y9
-	VPADDD Y7, Y9, Y9
-	VPAND  Y4, Y9, Y7
-	VPSRLD $0x10, Y8, Y9
-	VPAND  Y2, Y9, Y9
-	VPADDD Y3, Y9, Y9
-	VPADDD Y8, Y9, Y9
-	VPAND  Y4, Y9, Y8
+	CMPQ     R8, R9
+	JG       scaletail
+	VMULPS   (DX)(R8*4), Y1, Y5
+	VMULPS   32(DX)(R8*4), Y1, Y6
+	VMULPS   64(DX)(R8*4), Y1, Y7
+	VMULPS   96(DX)(R8*4), Y1, Y8
+	TESTL    $0x00000008, job_flags+0(AX)
+	JZ       notrn29
+	VPAND    Y2, Y5, Y9
+	VPCMPEQD Y2, Y9, Y9
+	VPSUBD   Y9, Y5, Y9
+	VPADDD   Y3, Y9, Y9
+	VPAND    Y4, Y9, Y5
+	VPAND    Y2, Y6, Y9
+	VPCMPEQD Y2, Y9, Y9
+	VPSUBD   Y9, Y6, Y9
+	VPADDD   Y3, Y9, Y9
+	VPAND    Y4, Y9, Y6
+	VPAND    Y2, Y7, Y9
+	VPCMPEQD Y2, Y9, Y9
+	VPSUBD   Y9, Y7, Y9
+	VPADDD   Y3, Y9, Y9
+	VPAND    Y4, Y9, Y7
+	VPAND    Y2, Y8, Y9
+	VPCMPEQD Y2, Y9, Y9
+	VPSUBD   Y9, Y8, Y9
+	VPADDD   Y3, Y9, Y9
+	VPAND    Y4, Y9, Y8
 
 notrn29:
 	VMOVUPS   (SI)(R8*4), Y9
@@ -24687,15 +24687,15 @@ notrn29:
 	VCMPPS    $0x03, Y6, Y5, Y9
 	VPTEST    Y9, Y9
 	JNZ       bf16nan30
-	VPSRLD    $0x10, Y5, Y9
-	VPAND     Y2, Y9, Y9
+	VPAND     Y2, Y5, Y9
+	VPCMPEQD  Y2, Y9, Y9
+	VPSUBD    Y9, Y5, Y9
 	VPADDD    Y3, Y9, Y9
-	VPADDD    Y5, Y9, Y9
 	VPSRLD    $0x10, Y9, Y9
-	VPSRLD    $0x10, Y6, Y5
-	VPAND     Y2, Y5, Y5
+	VPAND     Y2, Y6, Y5
+	VPCMPEQD  Y2, Y5, Y5
+	VPSUBD    Y5, Y6, Y5
 	VPADDD    Y3, Y5, Y5
-	VPADDD    Y6, Y5, Y5
 	VPSRLD    $0x10, Y5, Y5
 	VPACKUSDW Y5, Y9, Y9
 
@@ -24711,15 +24711,15 @@ bf16packed31:
 	VCMPPS    $0x03, Y8, Y7, Y5
 	VPTEST    Y5, Y5
 	JNZ       bf16nan32
-	VPSRLD    $0x10, Y7, Y5
-	VPAND     Y2, Y5, Y5
+	VPAND     Y2, Y7, Y5
+	VPCMPEQD  Y2, Y5, Y5
+	VPSUBD    Y5, Y7, Y5
 	VPADDD    Y3, Y5, Y5
-	VPADDD    Y7, Y5, Y5
 	VPSRLD    $0x10, Y5, Y5
-	VPSRLD    $0x10, Y8, Y6
-	VPAND     Y2, Y6, Y6
+	VPAND     Y2, Y8, Y6
+	VPCMPEQD  Y2, Y6, Y6
+	VPSUBD    Y6, Y8, Y6
 	VPADDD    Y3, Y6, Y6
-	VPADDD    Y8, Y6, Y6
 	VPSRLD    $0x10, Y6, Y6
 	VPACKUSDW Y6, Y5, Y5
 
@@ -24731,7 +24731,7 @@ bf16packed33:
 
 	PCALIGN $32
 scaleloopnoweight:
-	VMOVDQU avx2bfone<>+0(SB), Y2
+	VMOVDQU avx2bfkept<>+0(SB), Y2
 	VMOVDQU avx2bfbias<>+0(SB), Y3
 
 scaleloopnoweightiter34:
@@ -24744,15 +24744,15 @@ scaleloopnoweightiter34:
 	VCMPPS    $0x03, Y5, Y4, Y8
 	VPTEST    Y8, Y8
 	JNZ       bf16nan35
-	VPSRLD    $0x10, Y4, Y8
-	VPAND     Y2, Y8, Y8
+	VPAND     Y2, Y4, Y8
+	VPCMPEQD  Y2, Y8, Y8
+	VPSUBD    Y8, Y4, Y8
 	VPADDD    Y3, Y8, Y8
-	VPADDD    Y4, Y8, Y8
 	VPSRLD    $0x10, Y8, Y8
-	VPSRLD    $0x10, Y5, Y4
-	VPAND     Y2, Y4, Y4
+	VPAND     Y2, Y5, Y4
+	VPCMPEQD  Y2, Y4, Y4
+	VPSUBD    Y4, Y5, Y4
 	VPADDD    Y3, Y4, Y4
-	VPADDD    Y5, Y4, Y4
 	VPSRLD    $0x10, Y4, Y4
 	VPACKUSDW Y4, Y8, Y8
 
@@ -24762,15 +24762,15 @@ bf16packed36:
 	VCMPPS    $0x03, Y7, Y6, Y4
 	VPTEST    Y4, Y4
 	JNZ       bf16nan37
-	VPSRLD    $0x10, Y6, Y4
-	VPAND     Y2, Y4, Y4
+	VPAND     Y2, Y6, Y4
+	VPCMPEQD  Y2, Y4, Y4
+	VPSUBD    Y4, Y6, Y4
 	VPADDD    Y3, Y4, Y4
-	VPADDD    Y6, Y4, Y4
 	VPSRLD    $0x10, Y4, Y4
-	VPSRLD    $0x10, Y7, Y5
-	VPAND     Y2, Y5, Y5
+	VPAND     Y2, Y7, Y5
+	VPCMPEQD  Y2, Y5, Y5
+	VPSUBD    Y5, Y7, Y5
 	VPADDD    Y3, Y5, Y5
-	VPADDD    Y7, Y5, Y5
 	VPSRLD    $0x10, Y5, Y5
 	VPACKUSDW Y5, Y4, Y4
 
@@ -24794,7 +24794,7 @@ longrows39:
 	JZ      scalepfloopnoweight
 	TESTL   $0x00000010, job_flags+0(AX)
 	JNZ     scalepfloopoffset
-	VMOVDQU avx2bfone<>+0(SB), Y2
+	VMOVDQU avx2bfkept<>+0(SB), Y2
 	VMOVDQU avx2bfbias<>+0(SB), Y3
 	VMOVDQU avx2bfhigh<>+0(SB), Y4
 
@@ -24809,25 +24809,25 @@ scalepfloopiter40:
 	VMULPS     96(DX)(R8*4), Y1, Y8
 	TESTL      $0x00000008, job_flags+0(AX)
 	JZ         notrn41
-	VPSRLD     $0x10, Y5, Y9
-	VPAND      Y2, Y9, Y9
+	VPAND      Y2, Y5, Y9
+	VPCMPEQD   Y2, Y9, Y9
+	VPSUBD     Y9, Y5, Y9
 	VPADDD     Y3, Y9, Y9
-	VPADDD     Y5, Y9, Y9
 	VPAND      Y4, Y9, Y5
-	VPSRLD     $0x10, Y6, Y9
-	VPAND      Y2, Y9, Y9
+	VPAND      Y2, Y6, Y9
+	VPCMPEQD   Y2, Y9, Y9
+	VPSUBD     Y9, Y6, Y9
 	VPADDD     Y3, Y9, Y9
-	VPADDD     Y6, Y9, Y9
 	VPAND      Y4, Y9, Y6
-	VPSRLD     $0x10, Y7, Y9
-	VPAND      Y2, Y9, Y9
+	VPAND      Y2, Y7, Y9
+	VPCMPEQD   Y2, Y9, Y9
+	VPSUBD     Y9, Y7, Y9
 	VPADDD     Y3, Y9, Y9
-	VPADDD     Y7, Y9, Y9
 	VPAND      Y4, Y9, Y7
-	VPSRLD     $0x10, Y8, Y9
-	VPAND      Y2, Y9, Y9
+	VPAND      Y2, Y8, Y9
+	VPCMPEQD   Y2, Y9, Y9
+	VPSUBD     Y9, Y8, Y9
 	VPADDD     Y3, Y9, Y9
-	VPADDD     Y8, Y9, Y9
 	VPAND      Y4, Y9, Y8
 
 notrn41:
@@ -24836,15 +24836,15 @@ notrn41:
 	VCMPPS    $0x03, Y6, Y5, Y9
 	VPTEST    Y9, Y9
 	JNZ       bf16nan42
-	VPSRLD    $0x10, Y5, Y9
-	VPAND     Y2, Y9, Y9
+	VPAND     Y2, Y5, Y9
+	VPCMPEQD  Y2, Y9, Y9
+	VPSUBD    Y9, Y5, Y9
 	VPADDD    Y3, Y9, Y9
-	VPADDD    Y5, Y9, Y9
 	VPSRLD    $0x10, Y9, Y9
-	VPSRLD    $0x10, Y6, Y5
-	VPAND     Y2, Y5, Y5
+	VPAND     Y2, Y6, Y5
+	VPCMPEQD  Y2, Y5, Y5
+	VPSUBD    Y5, Y6, Y5
 	VPADDD    Y3, Y5, Y5
-	VPADDD    Y6, Y5, Y5
 	VPSRLD    $0x10, Y5, Y5
 	VPACKUSDW Y5, Y9, Y9
 
@@ -24856,15 +24856,15 @@ bf16packed43:
 	VCMPPS    $0x03, Y8, Y7, Y5
 	VPTEST    Y5, Y5
 	JNZ       bf16nan44
-	VPSRLD    $0x10, Y7, Y5
-	VPAND     Y2, Y5, Y5
+	VPAND     Y2, Y7, Y5
+	VPCMPEQD  Y2, Y5, Y5
+	VPSUBD    Y5, Y7, Y5
 	VPADDD    Y3, Y5, Y5
-	VPADDD    Y7, Y5, Y5
 	VPSRLD    $0x10, Y5, Y5
-	VPSRLD    $0x10, Y8, Y6
-	VPAND     Y2, Y6, Y6
+	VPAND     Y2, Y8, Y6
+	VPCMPEQD  Y2, Y6, Y6
+	VPSUBD    Y6, Y8, Y6
 	VPADDD    Y3, Y6, Y6
-	VPADDD    Y8, Y6, Y6
 	VPSRLD    $0x10, Y6, Y6
 	VPACKUSDW Y6, Y5, Y5
 
@@ -24876,7 +24876,7 @@ bf16packed45:
 
 	PCALIGN $32
 scalepfloopoffset:
-	VMOVDQU avx2bfone<>+0(SB), Y2
+	VMOVDQU avx2bfkept<>+0(SB), Y2
 	VMOVDQU avx2bfbias<>+0(SB), Y3
 	VMOVDQU avx2bfhigh<>+0(SB), Y4
 
@@ -24891,25 +24891,25 @@ scalepfloopoffsetiter46:
 	VMULPS     96(DX)(R8*4), Y1, Y8
 	TESTL      $0x00000008, job_flags+0(AX)
 	JZ         notrn47
-	VPSRLD     $0x10, Y5, Y9
-	VPAND      Y2, Y9, Y9
+	VPAND      Y2, Y5, Y9
+	VPCMPEQD   Y2, Y9, Y9
+	VPSUBD     Y9, Y5, Y9
 	VPADDD     Y3, Y9, Y9
-	VPADDD     Y5, Y9, Y9
 	VPAND      Y4, Y9, Y5
-	VPSRLD     $0x10, Y6, Y9
-	VPAND      Y2, Y9, Y9
+	VPAND      Y2, Y6, Y9
+	VPCMPEQD   Y2, Y9, Y9
+	VPSUBD     Y9, Y6, Y9
 	VPADDD     Y3, Y9, Y9
-	VPADDD     Y6, Y9, Y9
 	VPAND      Y4, Y9, Y6
-	VPSRLD     $0x10, Y7, Y9
-	VPAND      Y2, Y9, Y9
+	VPAND      Y2, Y7, Y9
+	VPCMPEQD   Y2, Y9, Y9
+	VPSUBD     Y9, Y7, Y9
 	VPADDD     Y3, Y9, Y9
-	VPADDD     Y7, Y9, Y9
 	VPAND      Y4, Y9, Y7
-	VPSRLD     $0x10, Y8, Y9
-	VPAND      Y2, Y9, Y9
+	VPAND      Y2, Y8, Y9
+	VPCMPEQD   Y2, Y9, Y9
+	VPSUBD     Y9, Y8, Y9
 	VPADDD     Y3, Y9, Y9
-	VPADDD     Y8, Y9, Y9
 	VPAND      Y4, Y9, Y8
 
 notrn47:
@@ -24922,15 +24922,15 @@ notrn47:
 	VCMPPS    $0x03, Y6, Y5, Y9
 	VPTEST    Y9, Y9
 	JNZ       bf16nan48
-	VPSRLD    $0x10, Y5, Y9
-	VPAND     Y2, Y9, Y9
+	VPAND     Y2, Y5, Y9
+	VPCMPEQD  Y2, Y9, Y9
+	VPSUBD    Y9, Y5, Y9
 	VPADDD    Y3, Y9, Y9
-	VPADDD    Y5, Y9, Y9
 	VPSRLD    $0x10, Y9, Y9
-	VPSRLD    $0x10, Y6, Y5
-	VPAND     Y2, Y5, Y5
+	VPAND     Y2, Y6, Y5
+	VPCMPEQD  Y2, Y5, Y5
+	VPSUBD    Y5, Y6, Y5
 	VPADDD    Y3, Y5, Y5
-	VPADDD    Y6, Y5, Y5
 	VPSRLD    $0x10, Y5, Y5
 	VPACKUSDW Y5, Y9, Y9
 
@@ -24946,15 +24946,15 @@ bf16packed49:
 	VCMPPS    $0x03, Y8, Y7, Y5
 	VPTEST    Y5, Y5
 	JNZ       bf16nan50
-	VPSRLD    $0x10, Y7, Y5
-	VPAND     Y2, Y5, Y5
+	VPAND     Y2, Y7, Y5
+	VPCMPEQD  Y2, Y5, Y5
+	VPSUBD    Y5, Y7, Y5
 	VPADDD    Y3, Y5, Y5
-	VPADDD    Y7, Y5, Y5
 	VPSRLD    $0x10, Y5, Y5
-	VPSRLD    $0x10, Y8, Y6
-	VPAND     Y2, Y6, Y6
+	VPAND     Y2, Y8, Y6
+	VPCMPEQD  Y2, Y6, Y6
+	VPSUBD    Y6, Y8, Y6
 	VPADDD    Y3, Y6, Y6
-	VPADDD    Y8, Y6, Y6
 	VPSRLD    $0x10, Y6, Y6
 	VPACKUSDW Y6, Y5, Y5
 
@@ -24966,7 +24966,7 @@ bf16packed51:
 
 	PCALIGN $32
 scalepfloopnoweight:
-	VMOVDQU avx2bfone<>+0(SB), Y2
+	VMOVDQU avx2bfkept<>+0(SB), Y2
 	VMOVDQU avx2bfbias<>+0(SB), Y3
 
 scalepfloopnoweightiter52:
@@ -24981,15 +24981,15 @@ scalepfloopnoweightiter52:
 	VCMPPS     $0x03, Y5, Y4, Y8
 	VPTEST     Y8, Y8
 	JNZ        bf16nan53
-	VPSRLD     $0x10, Y4, Y8
-	VPAND      Y2, Y8, Y8
+	VPAND      Y2, Y4, Y8
+	VPCMPEQD   Y2, Y8, Y8
+	VPSUBD     Y8, Y4, Y8
 	VPADDD     Y3, Y8, Y8
-	VPADDD     Y4, Y8, Y8
 	VPSRLD     $0x10, Y8, Y8
-	VPSRLD     $0x10, Y5, Y4
-	VPAND      Y2, Y4, Y4
+	VPAND      Y2, Y5, Y4
+	VPCMPEQD   Y2, Y4, Y4
+	VPSUBD     Y4, Y5, Y4
 	VPADDD     Y3, Y4, Y4
-	VPADDD     Y5, Y4, Y4
 	VPSRLD     $0x10, Y4, Y4
 	VPACKUSDW  Y4, Y8, Y8
 
@@ -24999,15 +24999,15 @@ bf16packed54:
 	VCMPPS    $0x03, Y7, Y6, Y4
 	VPTEST    Y4, Y4
 	JNZ       bf16nan55
-	VPSRLD    $0x10, Y6, Y4
-	VPAND     Y2, Y4, Y4
+	VPAND     Y2, Y6, Y4
+	VPCMPEQD  Y2, Y4, Y4
+	VPSUBD    Y4, Y6, Y4
 	VPADDD    Y3, Y4, Y4
-	VPADDD    Y6, Y4, Y4
 	VPSRLD    $0x10, Y4, Y4
-	VPSRLD    $0x10, Y7, Y5
-	VPAND     Y2, Y5, Y5
+	VPAND     Y2, Y7, Y5
+	VPCMPEQD  Y2, Y5, Y5
+	VPSUBD    Y5, Y7, Y5
 	VPADDD    Y3, Y5, Y5
-	VPADDD    Y7, Y5, Y5
 	VPSRLD    $0x10, Y5, Y5
 	VPACKUSDW Y5, Y4, Y4
 
@@ -25034,10 +25034,10 @@ scalehead:
 	VMULPS    (DX)(R8*4), Y1, Y2
 	TESTL     $0x00000008, job_flags+0(AX)
 	JZ        notrn57
-	VPSRLD    $0x10, Y2, Y3
-	VPAND     avx2bfone<>+0(SB), Y3, Y3
+	VPAND     avx2bfkept<>+0(SB), Y2, Y3
+	VPCMPEQD  avx2bfkept<>+0(SB), Y3, Y3
+	VPSUBD    Y3, Y2, Y3
 	VPADDD    avx2bfbias<>+0(SB), Y3, Y3
-	VPADDD    Y2, Y3, Y3
 	VPAND     avx2bfhigh<>+0(SB), Y3, Y3
 	VCMPPS    $0x03, Y2, Y2, Y2
 	VBLENDVPS Y2, avx2bfnanhigh<>+0(SB), Y3, Y2
@@ -25050,10 +25050,10 @@ notrn57:
 	VMULPS  Y3, Y2, Y2
 
 noweight58:
-	VPSRLD       $0x10, Y2, Y3
-	VPAND        avx2bfone<>+0(SB), Y3, Y3
+	VPAND        avx2bfkept<>+0(SB), Y2, Y3
+	VPCMPEQD     avx2bfkept<>+0(SB), Y3, Y3
+	VPSUBD       Y3, Y2, Y3
 	VPADDD       avx2bfbias<>+0(SB), Y3, Y3
-	VPADDD       Y2, Y3, Y3
 	VPSRLD       $0x10, Y3, Y3
 	VCMPPS       $0x03, Y2, Y2, Y2
 	VBLENDVPS    Y2, avx2bfnanlow<>+0(SB), Y3, Y3
@@ -25076,7 +25076,7 @@ scalentgo:
 longrows59:
 	ADDQ    DX, R10
 	MOVL    job_flags+0(AX), R11
-	VMOVDQU avx2bfone<>+0(SB), Y2
+	VMOVDQU avx2bfkept<>+0(SB), Y2
 	VMOVDQU avx2bfbias<>+0(SB), Y3
 	VMOVDQU avx2bfhigh<>+0(SB), Y4
 
@@ -25091,25 +25091,25 @@ scalentloopiter60:
 	VMULPS     96(DX)(R8*4), Y1, Y8
 	TESTL      $0x00000008, job_flags+0(AX)
 	JZ         notrn61
-	VPSRLD     $0x10, Y5, Y9
-	VPAND      Y2, Y9, Y9
+	VPAND      Y2, Y5, Y9
+	VPCMPEQD   Y2, Y9, Y9
+	VPSUBD     Y9, Y5, Y9
 	VPADDD     Y3, Y9, Y9
-	VPADDD     Y5, Y9, Y9
 	VPAND      Y4, Y9, Y5
-	VPSRLD     $0x10, Y6, Y9
-	VPAND      Y2, Y9, Y9
+	VPAND      Y2, Y6, Y9
+	VPCMPEQD   Y2, Y9, Y9
+	VPSUBD     Y9, Y6, Y9
 	VPADDD     Y3, Y9, Y9
-	VPADDD     Y6, Y9, Y9
 	VPAND      Y4, Y9, Y6
-	VPSRLD     $0x10, Y7, Y9
-	VPAND      Y2, Y9, Y9
+	VPAND      Y2, Y7, Y9
+	VPCMPEQD   Y2, Y9, Y9
+	VPSUBD     Y9, Y7, Y9
 	VPADDD     Y3, Y9, Y9
-	VPADDD     Y7, Y9, Y9
 	VPAND      Y4, Y9, Y7
-	VPSRLD     $0x10, Y8, Y9
-	VPAND      Y2, Y9, Y9
+	VPAND      Y2, Y8, Y9
+	VPCMPEQD   Y2, Y9, Y9
+	VPSUBD     Y9, Y8, Y9
 	VPADDD     Y3, Y9, Y9
-	VPADDD     Y8, Y9, Y9
 	VPAND      Y4, Y9, Y8
 
 notrn61:
@@ -25126,15 +25126,15 @@ weighed63:
 	VCMPPS    $0x03, Y6, Y5, Y9
 	VPTEST    Y9, Y9
 	JNZ       bf16nan64
-	VPSRLD    $0x10, Y5, Y9
-	VPAND     Y2, Y9, Y9
+	VPAND     Y2, Y5, Y9
+	VPCMPEQD  Y2, Y9, Y9
+	VPSUBD    Y9, Y5, Y9
 	VPADDD    Y3, Y9, Y9
-	VPADDD    Y5, Y9, Y9
 	VPSRLD    $0x10, Y9, Y9
-	VPSRLD    $0x10, Y6, Y5
-	VPAND     Y2, Y5, Y5
+	VPAND     Y2, Y6, Y5
+	VPCMPEQD  Y2, Y5, Y5
+	VPSUBD    Y5, Y6, Y5
 	VPADDD    Y3, Y5, Y5
-	VPADDD    Y6, Y5, Y5
 	VPSRLD    $0x10, Y5, Y5
 	VPACKUSDW Y5, Y9, Y9
 
@@ -25144,15 +25144,15 @@ bf16packed65:
 	VCMPPS    $0x03, Y8, Y7, Y5
 	VPTEST    Y5, Y5
 	JNZ       bf16nan66
-	VPSRLD    $0x10, Y7, Y5
-	VPAND     Y2, Y5, Y5
+	VPAND     Y2, Y7, Y5
+	VPCMPEQD  Y2, Y5, Y5
+	VPSUBD    Y5, Y7, Y5
 	VPADDD    Y3, Y5, Y5
-	VPADDD    Y7, Y5, Y5
 	VPSRLD    $0x10, Y5, Y5
-	VPSRLD    $0x10, Y8, Y6
-	VPAND     Y2, Y6, Y6
+	VPAND     Y2, Y8, Y6
+	VPCMPEQD  Y2, Y6, Y6
+	VPSUBD    Y6, Y8, Y6
 	VPADDD    Y3, Y6, Y6
-	VPADDD    Y8, Y6, Y6
 	VPSRLD    $0x10, Y6, Y6
 	VPACKUSDW Y6, Y5, Y5
 
@@ -25186,10 +25186,10 @@ scaleone:
 	VMULPS    (DX)(R8*4), Y1, Y2
 	TESTL     $0x00000008, job_flags+0(AX)
 	JZ        notrn68
-	VPSRLD    $0x10, Y2, Y3
-	VPAND     avx2bfone<>+0(SB), Y3, Y3
+	VPAND     avx2bfkept<>+0(SB), Y2, Y3
+	VPCMPEQD  avx2bfkept<>+0(SB), Y3, Y3
+	VPSUBD    Y3, Y2, Y3
 	VPADDD    avx2bfbias<>+0(SB), Y3, Y3
-	VPADDD    Y2, Y3, Y3
 	VPAND     avx2bfhigh<>+0(SB), Y3, Y3
 	VCMPPS    $0x03, Y2, Y2, Y2
 	VBLENDVPS Y2, avx2bfnanhigh<>+0(SB), Y3, Y2
@@ -25202,10 +25202,10 @@ notrn68:
 	VMULPS  Y3, Y2, Y2
 
 noweight69:
-	VPSRLD       $0x10, Y2, Y3
-	VPAND        avx2bfone<>+0(SB), Y3, Y3
+	VPAND        avx2bfkept<>+0(SB), Y2, Y3
+	VPCMPEQD     avx2bfkept<>+0(SB), Y3, Y3
+	VPSUBD       Y3, Y2, Y3
 	VPADDD       avx2bfbias<>+0(SB), Y3, Y3
-	VPADDD       Y2, Y3, Y3
 	VPSRLD       $0x10, Y3, Y3
 	VCMPPS       $0x03, Y2, Y2, Y2
 	VBLENDVPS    Y2, avx2bfnanlow<>+0(SB), Y3, Y3
@@ -25281,10 +25281,10 @@ nowcopy74:
 	VMULPS    Y2, Y1, Y2
 	TESTL     $0x00000008, job_flags+0(AX)
 	JZ        notrn79
-	VPSRLD    $0x10, Y2, Y3
-	VPAND     avx2bfone<>+0(SB), Y3, Y3
+	VPAND     avx2bfkept<>+0(SB), Y2, Y3
+	VPCMPEQD  avx2bfkept<>+0(SB), Y3, Y3
+	VPSUBD    Y3, Y2, Y3
 	VPADDD    avx2bfbias<>+0(SB), Y3, Y3
-	VPADDD    Y2, Y3, Y3
 	VPAND     avx2bfhigh<>+0(SB), Y3, Y3
 	VCMPPS    $0x03, Y2, Y2, Y2
 	VBLENDVPS Y2, avx2bfnanhigh<>+0(SB), Y3, Y2
@@ -25297,10 +25297,10 @@ notrn79:
 	VMULPS  Y3, Y2, Y2
 
 noweight80:
-	VPSRLD       $0x10, Y2, Y3
-	VPAND        avx2bfone<>+0(SB), Y3, Y3
+	VPAND        avx2bfkept<>+0(SB), Y2, Y3
+	VPCMPEQD     avx2bfkept<>+0(SB), Y3, Y3
+	VPSUBD       Y3, Y2, Y3
 	VPADDD       avx2bfbias<>+0(SB), Y3, Y3
-	VPADDD       Y2, Y3, Y3
 	VPSRLD       $0x10, Y3, Y3
 	VCMPPS       $0x03, Y2, Y2, Y2
 	VBLENDVPS    Y2, avx2bfnanlow<>+0(SB), Y3, Y3
@@ -25451,17 +25451,17 @@ addwhole:
 	JMP     addsummed
 
 bf16nan24:
-	VPSRLD    $0x10, Y5, Y9
-	VPAND     avx2bfone<>+0(SB), Y9, Y9
+	VPAND     avx2bfkept<>+0(SB), Y5, Y9
+	VPCMPEQD  avx2bfkept<>+0(SB), Y9, Y9
+	VPSUBD    Y9, Y5, Y9
 	VPADDD    avx2bfbias<>+0(SB), Y9, Y9
-	VPADDD    Y5, Y9, Y9
 	VPSRLD    $0x10, Y9, Y9
 	VCMPPS    $0x03, Y5, Y5, Y5
 	VBLENDVPS Y5, avx2bfnanlow<>+0(SB), Y9, Y9
-	VPSRLD    $0x10, Y6, Y5
-	VPAND     avx2bfone<>+0(SB), Y5, Y5
+	VPAND     avx2bfkept<>+0(SB), Y6, Y5
+	VPCMPEQD  avx2bfkept<>+0(SB), Y5, Y5
+	VPSUBD    Y5, Y6, Y5
 	VPADDD    avx2bfbias<>+0(SB), Y5, Y5
-	VPADDD    Y6, Y5, Y5
 	VPSRLD    $0x10, Y5, Y5
 	VCMPPS    $0x03, Y6, Y6, Y6
 	VBLENDVPS Y6, avx2bfnanlow<>+0(SB), Y5, Y5
@@ -25469,17 +25469,17 @@ bf16nan24:
 	JMP       bf16packed25
 
 bf16nan26:
-	VPSRLD    $0x10, Y7, Y5
-	VPAND     avx2bfone<>+0(SB), Y5, Y5
+	VPAND     avx2bfkept<>+0(SB), Y7, Y5
+	VPCMPEQD  avx2bfkept<>+0(SB), Y5, Y5
+	VPSUBD    Y5, Y7, Y5
 	VPADDD    avx2bfbias<>+0(SB), Y5, Y5
-	VPADDD    Y7, Y5, Y5
 	VPSRLD    $0x10, Y5, Y5
 	VCMPPS    $0x03, Y7, Y7, Y6
 	VBLENDVPS Y6, avx2bfnanlow<>+0(SB), Y5, Y5
-	VPSRLD    $0x10, Y8, Y6
-	VPAND     avx2bfone<>+0(SB), Y6, Y6
+	VPAND     avx2bfkept<>+0(SB), Y8, Y6
+	VPCMPEQD  avx2bfkept<>+0(SB), Y6, Y6
+	VPSUBD    Y6, Y8, Y6
 	VPADDD    avx2bfbias<>+0(SB), Y6, Y6
-	VPADDD    Y8, Y6, Y6
 	VPSRLD    $0x10, Y6, Y6
 	VCMPPS    $0x03, Y8, Y8, Y7
 	VBLENDVPS Y7, avx2bfnanlow<>+0(SB), Y6, Y6
@@ -25487,17 +25487,17 @@ bf16nan26:
 	JMP       bf16packed27
 
 bf16nan30:
-	VPSRLD    $0x10, Y5, Y9
-	VPAND     avx2bfone<>+0(SB), Y9, Y9
+	VPAND     avx2bfkept<>+0(SB), Y5, Y9
+	VPCMPEQD  avx2bfkept<>+0(SB), Y9, Y9
+	VPSUBD    Y9, Y5, Y9
 	VPADDD    avx2bfbias<>+0(SB), Y9, Y9
-	VPADDD    Y5, Y9, Y9
 	VPSRLD    $0x10, Y9, Y9
 	VCMPPS    $0x03, Y5, Y5, Y5
 	VBLENDVPS Y5, avx2bfnanlow<>+0(SB), Y9, Y9
-	VPSRLD    $0x10, Y6, Y5
-	VPAND     avx2bfone<>+0(SB), Y5, Y5
+	VPAND     avx2bfkept<>+0(SB), Y6, Y5
+	VPCMPEQD  avx2bfkept<>+0(SB), Y5, Y5
+	VPSUBD    Y5, Y6, Y5
 	VPADDD    avx2bfbias<>+0(SB), Y5, Y5
-	VPADDD    Y6, Y5, Y5
 	VPSRLD    $0x10, Y5, Y5
 	VCMPPS    $0x03, Y6, Y6, Y6
 	VBLENDVPS Y6, avx2bfnanlow<>+0(SB), Y5, Y5
@@ -25505,17 +25505,17 @@ bf16nan30:
 	JMP       bf16packed31
 
 bf16nan32:
-	VPSRLD    $0x10, Y7, Y5
-	VPAND     avx2bfone<>+0(SB), Y5, Y5
+	VPAND     avx2bfkept<>+0(SB), Y7, Y5
+	VPCMPEQD  avx2bfkept<>+0(SB), Y5, Y5
+	VPSUBD    Y5, Y7, Y5
 	VPADDD    avx2bfbias<>+0(SB), Y5, Y5
-	VPADDD    Y7, Y5, Y5
 	VPSRLD    $0x10, Y5, Y5
 	VCMPPS    $0x03, Y7, Y7, Y6
 	VBLENDVPS Y6, avx2bfnanlow<>+0(SB), Y5, Y5
-	VPSRLD    $0x10, Y8, Y6
-	VPAND     avx2bfone<>+0(SB), Y6, Y6
+	VPAND     avx2bfkept<>+0(SB), Y8, Y6
+	VPCMPEQD  avx2bfkept<>+0(SB), Y6, Y6
+	VPSUBD    Y6, Y8, Y6
 	VPADDD    avx2bfbias<>+0(SB), Y6, Y6
-	VPADDD    Y8, Y6, Y6
 	VPSRLD    $0x10, Y6, Y6
 	VCMPPS    $0x03, Y8, Y8, Y7
 	VBLENDVPS Y7, avx2bfnanlow<>+0(SB), Y6, Y6
@@ -25523,17 +25523,17 @@ bf16nan32:
 	JMP       bf16packed33
 
 bf16nan35:
-	VPSRLD    $0x10, Y4, Y8
-	VPAND     avx2bfone<>+0(SB), Y8, Y8
+	VPAND     avx2bfkept<>+0(SB), Y4, Y8
+	VPCMPEQD  avx2bfkept<>+0(SB), Y8, Y8
+	VPSUBD    Y8, Y4, Y8
 	VPADDD    avx2bfbias<>+0(SB), Y8, Y8
-	VPADDD    Y4, Y8, Y8
 	VPSRLD    $0x10, Y8, Y8
 	VCMPPS    $0x03, Y4, Y4, Y4
 	VBLENDVPS Y4, avx2bfnanlow<>+0(SB), Y8, Y8
-	VPSRLD    $0x10, Y5, Y4
-	VPAND     avx2bfone<>+0(SB), Y4, Y4
+	VPAND     avx2bfkept<>+0(SB), Y5, Y4
+	VPCMPEQD  avx2bfkept<>+0(SB), Y4, Y4
+	VPSUBD    Y4, Y5, Y4
 	VPADDD    avx2bfbias<>+0(SB), Y4, Y4
-	VPADDD    Y5, Y4, Y4
 	VPSRLD    $0x10, Y4, Y4
 	VCMPPS    $0x03, Y5, Y5, Y5
 	VBLENDVPS Y5, avx2bfnanlow<>+0(SB), Y4, Y4
@@ -25541,17 +25541,17 @@ bf16nan35:
 	JMP       bf16packed36
 
 bf16nan37:
-	VPSRLD    $0x10, Y6, Y4
-	VPAND     avx2bfone<>+0(SB), Y4, Y4
+	VPAND     avx2bfkept<>+0(SB), Y6, Y4
+	VPCMPEQD  avx2bfkept<>+0(SB), Y4, Y4
+	VPSUBD    Y4, Y6, Y4
 	VPADDD    avx2bfbias<>+0(SB), Y4, Y4
-	VPADDD    Y6, Y4, Y4
 	VPSRLD    $0x10, Y4, Y4
 	VCMPPS    $0x03, Y6, Y6, Y5
 	VBLENDVPS Y5, avx2bfnanlow<>+0(SB), Y4, Y4
-	VPSRLD    $0x10, Y7, Y5
-	VPAND     avx2bfone<>+0(SB), Y5, Y5
+	VPAND     avx2bfkept<>+0(SB), Y7, Y5
+	VPCMPEQD  avx2bfkept<>+0(SB), Y5, Y5
+	VPSUBD    Y5, Y7, Y5
 	VPADDD    avx2bfbias<>+0(SB), Y5, Y5
-	VPADDD    Y7, Y5, Y5
 	VPSRLD    $0x10, Y5, Y5
 	VCMPPS    $0x03, Y7, Y7, Y6
 	VBLENDVPS Y6, avx2bfnanlow<>+0(SB), Y5, Y5
@@ -25559,17 +25559,17 @@ bf16nan37:
 	JMP       bf16packed38
 
 bf16nan42:
-	VPSRLD    $0x10, Y5, Y9
-	VPAND     avx2bfone<>+0(SB), Y9, Y9
+	VPAND     avx2bfkept<>+0(SB), Y5, Y9
+	VPCMPEQD  avx2bfkept<>+0(SB), Y9, Y9
+	VPSUBD    Y9, Y5, Y9
 	VPADDD    avx2bfbias<>+0(SB), Y9, Y9
-	VPADDD    Y5, Y9, Y9
 	VPSRLD    $0x10, Y9, Y9
 	VCMPPS    $0x03, Y5, Y5, Y5
 	VBLENDVPS Y5, avx2bfnanlow<>+0(SB), Y9, Y9
-	VPSRLD    $0x10, Y6, Y5
-	VPAND     avx2bfone<>+0(SB), Y5, Y5
+	VPAND     avx2bfkept<>+0(SB), Y6, Y5
+	VPCMPEQD  avx2bfkept<>+0(SB), Y5, Y5
+	VPSUBD    Y5, Y6, Y5
 	VPADDD    avx2bfbias<>+0(SB), Y5, Y5
-	VPADDD    Y6, Y5, Y5
 	VPSRLD    $0x10, Y5, Y5
 	VCMPPS    $0x03, Y6, Y6, Y6
 	VBLENDVPS Y6, avx2bfnanlow<>+0(SB), Y5, Y5
@@ -25577,17 +25577,17 @@ bf16nan42:
 	JMP       bf16packed43
 
 bf16nan44:
-	VPSRLD    $0x10, Y7, Y5
-	VPAND     avx2bfone<>+0(SB), Y5, Y5
+	VPAND     avx2bfkept<>+0(SB), Y7, Y5
+	VPCMPEQD  avx2bfkept<>+0(SB), Y5, Y5
+	VPSUBD    Y5, Y7, Y5
 	VPADDD    avx2bfbias<>+0(SB), Y5, Y5
-	VPADDD    Y7, Y5, Y5
 	VPSRLD    $0x10, Y5, Y5
 	VCMPPS    $0x03, Y7, Y7, Y6
 	VBLENDVPS Y6, avx2bfnanlow<>+0(SB), Y5, Y5
-	VPSRLD    $0x10, Y8, Y6
-	VPAND     avx2bfone<>+0(SB), Y6, Y6
+	VPAND     avx2bfkept<>+0(SB), Y8, Y6
+	VPCMPEQD  avx2bfkept<>+0(SB), Y6, Y6
+	VPSUBD    Y6, Y8, Y6
 	VPADDD    avx2bfbias<>+0(SB), Y6, Y6
-	VPADDD    Y8, Y6, Y6
 	VPSRLD    $0x10, Y6, Y6
 	VCMPPS    $0x03, Y8, Y8, Y7
 	VBLENDVPS Y7, avx2bfnanlow<>+0(SB), Y6, Y6
@@ -25595,17 +25595,17 @@ bf16nan44:
 	JMP       bf16packed45
 
 bf16nan48:
-	VPSRLD    $0x10, Y5, Y9
-	VPAND     avx2bfone<>+0(SB), Y9, Y9
+	VPAND     avx2bfkept<>+0(SB), Y5, Y9
+	VPCMPEQD  avx2bfkept<>+0(SB), Y9, Y9
+	VPSUBD    Y9, Y5, Y9
 	VPADDD    avx2bfbias<>+0(SB), Y9, Y9
-	VPADDD    Y5, Y9, Y9
 	VPSRLD    $0x10, Y9, Y9
 	VCMPPS    $0x03, Y5, Y5, Y5
 	VBLENDVPS Y5, avx2bfnanlow<>+0(SB), Y9, Y9
-	VPSRLD    $0x10, Y6, Y5
-	VPAND     avx2bfone<>+0(SB), Y5, Y5
+	VPAND     avx2bfkept<>+0(SB), Y6, Y5
+	VPCMPEQD  avx2bfkept<>+0(SB), Y5, Y5
+	VPSUBD    Y5, Y6, Y5
 	VPADDD    avx2bfbias<>+0(SB), Y5, Y5
-	VPADDD    Y6, Y5, Y5
 	VPSRLD    $0x10, Y5, Y5
 	VCMPPS    $0x03, Y6, Y6, Y6
 	VBLENDVPS Y6, avx2bfnanlow<>+0(SB), Y5, Y5
@@ -25613,17 +25613,17 @@ bf16nan48:
 	JMP       bf16packed49
 
 bf16nan50:
-	VPSRLD    $0x10, Y7, Y5
-	VPAND     avx2bfone<>+0(SB), Y5, Y5
+	VPAND     avx2bfkept<>+0(SB), Y7, Y5
+	VPCMPEQD  avx2bfkept<>+0(SB), Y5, Y5
+	VPSUBD    Y5, Y7, Y5
 	VPADDD    avx2bfbias<>+0(SB), Y5, Y5
-	VPADDD    Y7, Y5, Y5
 	VPSRLD    $0x10, Y5, Y5
 	VCMPPS    $0x03, Y7, Y7, Y6
 	VBLENDVPS Y6, avx2bfnanlow<>+0(SB), Y5, Y5
-	VPSRLD    $0x10, Y8, Y6
-	VPAND     avx2bfone<>+0(SB), Y6, Y6
+	VPAND     avx2bfkept<>+0(SB), Y8, Y6
+	VPCMPEQD  avx2bfkept<>+0(SB), Y6, Y6
+	VPSUBD    Y6, Y8, Y6
 	VPADDD    avx2bfbias<>+0(SB), Y6, Y6
-	VPADDD    Y8, Y6, Y6
 	VPSRLD    $0x10, Y6, Y6
 	VCMPPS    $0x03, Y8, Y8, Y7
 	VBLENDVPS Y7, avx2bfnanlow<>+0(SB), Y6, Y6
@@ -25631,17 +25631,17 @@ bf16nan50:
 	JMP       bf16packed51
 
 bf16nan53:
-	VPSRLD    $0x10, Y4, Y8
-	VPAND     avx2bfone<>+0(SB), Y8, Y8
+	VPAND     avx2bfkept<>+0(SB), Y4, Y8
+	VPCMPEQD  avx2bfkept<>+0(SB), Y8, Y8
+	VPSUBD    Y8, Y4, Y8
 	VPADDD    avx2bfbias<>+0(SB), Y8, Y8
-	VPADDD    Y4, Y8, Y8
 	VPSRLD    $0x10, Y8, Y8
 	VCMPPS    $0x03, Y4, Y4, Y4
 	VBLENDVPS Y4, avx2bfnanlow<>+0(SB), Y8, Y8
-	VPSRLD    $0x10, Y5, Y4
-	VPAND     avx2bfone<>+0(SB), Y4, Y4
+	VPAND     avx2bfkept<>+0(SB), Y5, Y4
+	VPCMPEQD  avx2bfkept<>+0(SB), Y4, Y4
+	VPSUBD    Y4, Y5, Y4
 	VPADDD    avx2bfbias<>+0(SB), Y4, Y4
-	VPADDD    Y5, Y4, Y4
 	VPSRLD    $0x10, Y4, Y4
 	VCMPPS    $0x03, Y5, Y5, Y5
 	VBLENDVPS Y5, avx2bfnanlow<>+0(SB), Y4, Y4
@@ -25649,17 +25649,17 @@ bf16nan53:
 	JMP       bf16packed54
 
 bf16nan55:
-	VPSRLD    $0x10, Y6, Y4
-	VPAND     avx2bfone<>+0(SB), Y4, Y4
+	VPAND     avx2bfkept<>+0(SB), Y6, Y4
+	VPCMPEQD  avx2bfkept<>+0(SB), Y4, Y4
+	VPSUBD    Y4, Y6, Y4
 	VPADDD    avx2bfbias<>+0(SB), Y4, Y4
-	VPADDD    Y6, Y4, Y4
 	VPSRLD    $0x10, Y4, Y4
 	VCMPPS    $0x03, Y6, Y6, Y5
 	VBLENDVPS Y5, avx2bfnanlow<>+0(SB), Y4, Y4
-	VPSRLD    $0x10, Y7, Y5
-	VPAND     avx2bfone<>+0(SB), Y5, Y5
+	VPAND     avx2bfkept<>+0(SB), Y7, Y5
+	VPCMPEQD  avx2bfkept<>+0(SB), Y5, Y5
+	VPSUBD    Y5, Y7, Y5
 	VPADDD    avx2bfbias<>+0(SB), Y5, Y5
-	VPADDD    Y7, Y5, Y5
 	VPSRLD    $0x10, Y5, Y5
 	VCMPPS    $0x03, Y7, Y7, Y6
 	VBLENDVPS Y6, avx2bfnanlow<>+0(SB), Y5, Y5
@@ -25667,17 +25667,17 @@ bf16nan55:
 	JMP       bf16packed56
 
 bf16nan64:
-	VPSRLD    $0x10, Y5, Y9
-	VPAND     avx2bfone<>+0(SB), Y9, Y9
+	VPAND     avx2bfkept<>+0(SB), Y5, Y9
+	VPCMPEQD  avx2bfkept<>+0(SB), Y9, Y9
+	VPSUBD    Y9, Y5, Y9
 	VPADDD    avx2bfbias<>+0(SB), Y9, Y9
-	VPADDD    Y5, Y9, Y9
 	VPSRLD    $0x10, Y9, Y9
 	VCMPPS    $0x03, Y5, Y5, Y5
 	VBLENDVPS Y5, avx2bfnanlow<>+0(SB), Y9, Y9
-	VPSRLD    $0x10, Y6, Y5
-	VPAND     avx2bfone<>+0(SB), Y5, Y5
+	VPAND     avx2bfkept<>+0(SB), Y6, Y5
+	VPCMPEQD  avx2bfkept<>+0(SB), Y5, Y5
+	VPSUBD    Y5, Y6, Y5
 	VPADDD    avx2bfbias<>+0(SB), Y5, Y5
-	VPADDD    Y6, Y5, Y5
 	VPSRLD    $0x10, Y5, Y5
 	VCMPPS    $0x03, Y6, Y6, Y6
 	VBLENDVPS Y6, avx2bfnanlow<>+0(SB), Y5, Y5
@@ -25685,17 +25685,17 @@ bf16nan64:
 	JMP       bf16packed65
 
 bf16nan66:
-	VPSRLD    $0x10, Y7, Y5
-	VPAND     avx2bfone<>+0(SB), Y5, Y5
+	VPAND     avx2bfkept<>+0(SB), Y7, Y5
+	VPCMPEQD  avx2bfkept<>+0(SB), Y5, Y5
+	VPSUBD    Y5, Y7, Y5
 	VPADDD    avx2bfbias<>+0(SB), Y5, Y5
-	VPADDD    Y7, Y5, Y5
 	VPSRLD    $0x10, Y5, Y5
 	VCMPPS    $0x03, Y7, Y7, Y6
 	VBLENDVPS Y6, avx2bfnanlow<>+0(SB), Y5, Y5
-	VPSRLD    $0x10, Y8, Y6
-	VPAND     avx2bfone<>+0(SB), Y6, Y6
+	VPAND     avx2bfkept<>+0(SB), Y8, Y6
+	VPCMPEQD  avx2bfkept<>+0(SB), Y6, Y6
+	VPSUBD    Y6, Y8, Y6
 	VPADDD    avx2bfbias<>+0(SB), Y6, Y6
-	VPADDD    Y8, Y6, Y6
 	VPSRLD    $0x10, Y6, Y6
 	VCMPPS    $0x03, Y8, Y8, Y7
 	VBLENDVPS Y7, avx2bfnanlow<>+0(SB), Y6, Y6
@@ -29435,10 +29435,10 @@ addfirstblock:
 	VPMOVZXWD    (R9)(R10*2), Y1
 	VPSLLD       $0x10, Y1, Y1
 	VADDPS       Y1, Y0, Y0
-	VPSRLD       $0x10, Y0, Y1
-	VPAND        avx2bfone<>+0(SB), Y1, Y1
+	VPAND        avx2bfkept<>+0(SB), Y0, Y1
+	VPCMPEQD     avx2bfkept<>+0(SB), Y1, Y1
+	VPSUBD       Y1, Y0, Y1
 	VPADDD       avx2bfbias<>+0(SB), Y1, Y1
-	VPADDD       Y0, Y1, Y1
 	VPAND        avx2bfhigh<>+0(SB), Y1, Y1
 	VCMPPS       $0x03, Y0, Y0, Y0
 	VBLENDVPS    Y0, avx2bfnanhigh<>+0(SB), Y1, Y1
@@ -29452,10 +29452,10 @@ addfirstblock:
 	VPMOVZXWD    16(R9)(R10*2), Y2
 	VPSLLD       $0x10, Y2, Y2
 	VADDPS       Y2, Y1, Y1
-	VPSRLD       $0x10, Y1, Y2
-	VPAND        avx2bfone<>+0(SB), Y2, Y2
+	VPAND        avx2bfkept<>+0(SB), Y1, Y2
+	VPCMPEQD     avx2bfkept<>+0(SB), Y2, Y2
+	VPSUBD       Y2, Y1, Y2
 	VPADDD       avx2bfbias<>+0(SB), Y2, Y2
-	VPADDD       Y1, Y2, Y2
 	VPAND        avx2bfhigh<>+0(SB), Y2, Y2
 	VCMPPS       $0x03, Y1, Y1, Y1
 	VBLENDVPS    Y1, avx2bfnanhigh<>+0(SB), Y2, Y2
@@ -29469,10 +29469,10 @@ addfirstblock:
 	VPMOVZXWD    32(R9)(R10*2), Y3
 	VPSLLD       $0x10, Y3, Y3
 	VADDPS       Y3, Y1, Y1
-	VPSRLD       $0x10, Y1, Y3
-	VPAND        avx2bfone<>+0(SB), Y3, Y3
+	VPAND        avx2bfkept<>+0(SB), Y1, Y3
+	VPCMPEQD     avx2bfkept<>+0(SB), Y3, Y3
+	VPSUBD       Y3, Y1, Y3
 	VPADDD       avx2bfbias<>+0(SB), Y3, Y3
-	VPADDD       Y1, Y3, Y3
 	VPAND        avx2bfhigh<>+0(SB), Y3, Y3
 	VCMPPS       $0x03, Y1, Y1, Y1
 	VBLENDVPS    Y1, avx2bfnanhigh<>+0(SB), Y3, Y3
@@ -29486,10 +29486,10 @@ addfirstblock:
 	VPMOVZXWD    48(R9)(R10*2), Y4
 	VPSLLD       $0x10, Y4, Y4
 	VADDPS       Y4, Y1, Y1
-	VPSRLD       $0x10, Y1, Y4
-	VPAND        avx2bfone<>+0(SB), Y4, Y4
+	VPAND        avx2bfkept<>+0(SB), Y1, Y4
+	VPCMPEQD     avx2bfkept<>+0(SB), Y4, Y4
+	VPSUBD       Y4, Y1, Y4
 	VPADDD       avx2bfbias<>+0(SB), Y4, Y4
-	VPADDD       Y1, Y4, Y4
 	VPAND        avx2bfhigh<>+0(SB), Y4, Y4
 	VCMPPS       $0x03, Y1, Y1, Y1
 	VBLENDVPS    Y1, avx2bfnanhigh<>+0(SB), Y4, Y4
@@ -29503,10 +29503,10 @@ addfirstblock:
 	VPMOVZXWD    64(R9)(R10*2), Y5
 	VPSLLD       $0x10, Y5, Y5
 	VADDPS       Y5, Y1, Y1
-	VPSRLD       $0x10, Y1, Y5
-	VPAND        avx2bfone<>+0(SB), Y5, Y5
+	VPAND        avx2bfkept<>+0(SB), Y1, Y5
+	VPCMPEQD     avx2bfkept<>+0(SB), Y5, Y5
+	VPSUBD       Y5, Y1, Y5
 	VPADDD       avx2bfbias<>+0(SB), Y5, Y5
-	VPADDD       Y1, Y5, Y5
 	VPAND        avx2bfhigh<>+0(SB), Y5, Y5
 	VCMPPS       $0x03, Y1, Y1, Y1
 	VBLENDVPS    Y1, avx2bfnanhigh<>+0(SB), Y5, Y5
@@ -29520,10 +29520,10 @@ addfirstblock:
 	VPMOVZXWD    80(R9)(R10*2), Y6
 	VPSLLD       $0x10, Y6, Y6
 	VADDPS       Y6, Y1, Y1
-	VPSRLD       $0x10, Y1, Y6
-	VPAND        avx2bfone<>+0(SB), Y6, Y6
+	VPAND        avx2bfkept<>+0(SB), Y1, Y6
+	VPCMPEQD     avx2bfkept<>+0(SB), Y6, Y6
+	VPSUBD       Y6, Y1, Y6
 	VPADDD       avx2bfbias<>+0(SB), Y6, Y6
-	VPADDD       Y1, Y6, Y6
 	VPAND        avx2bfhigh<>+0(SB), Y6, Y6
 	VCMPPS       $0x03, Y1, Y1, Y1
 	VBLENDVPS    Y1, avx2bfnanhigh<>+0(SB), Y6, Y6
@@ -29537,10 +29537,10 @@ addfirstblock:
 	VPMOVZXWD    96(R9)(R10*2), Y7
 	VPSLLD       $0x10, Y7, Y7
 	VADDPS       Y7, Y1, Y1
-	VPSRLD       $0x10, Y1, Y7
-	VPAND        avx2bfone<>+0(SB), Y7, Y7
+	VPAND        avx2bfkept<>+0(SB), Y1, Y7
+	VPCMPEQD     avx2bfkept<>+0(SB), Y7, Y7
+	VPSUBD       Y7, Y1, Y7
 	VPADDD       avx2bfbias<>+0(SB), Y7, Y7
-	VPADDD       Y1, Y7, Y7
 	VPAND        avx2bfhigh<>+0(SB), Y7, Y7
 	VCMPPS       $0x03, Y1, Y1, Y1
 	VBLENDVPS    Y1, avx2bfnanhigh<>+0(SB), Y7, Y7
@@ -29554,10 +29554,10 @@ addfirstblock:
 	VPMOVZXWD    112(R9)(R10*2), Y8
 	VPSLLD       $0x10, Y8, Y8
 	VADDPS       Y8, Y1, Y1
-	VPSRLD       $0x10, Y1, Y8
-	VPAND        avx2bfone<>+0(SB), Y8, Y8
+	VPAND        avx2bfkept<>+0(SB), Y1, Y8
+	VPCMPEQD     avx2bfkept<>+0(SB), Y8, Y8
+	VPSUBD       Y8, Y1, Y8
 	VPADDD       avx2bfbias<>+0(SB), Y8, Y8
-	VPADDD       Y1, Y8, Y8
 	VPAND        avx2bfhigh<>+0(SB), Y8, Y8
 	VCMPPS       $0x03, Y1, Y1, Y1
 	VBLENDVPS    Y1, avx2bfnanhigh<>+0(SB), Y8, Y8
@@ -29592,10 +29592,10 @@ addsumblock:
 	VPMOVZXWD    (R9)(R10*2), Y9
 	VPSLLD       $0x10, Y9, Y9
 	VADDPS       Y9, Y1, Y1
-	VPSRLD       $0x10, Y1, Y9
-	VPAND        avx2bfone<>+0(SB), Y9, Y9
+	VPAND        avx2bfkept<>+0(SB), Y1, Y9
+	VPCMPEQD     avx2bfkept<>+0(SB), Y9, Y9
+	VPSUBD       Y9, Y1, Y9
 	VPADDD       avx2bfbias<>+0(SB), Y9, Y9
-	VPADDD       Y1, Y9, Y9
 	VPAND        avx2bfhigh<>+0(SB), Y9, Y9
 	VCMPPS       $0x03, Y1, Y1, Y1
 	VBLENDVPS    Y1, avx2bfnanhigh<>+0(SB), Y9, Y9
@@ -29609,10 +29609,10 @@ addsumblock:
 	VPMOVZXWD    16(R9)(R10*2), Y9
 	VPSLLD       $0x10, Y9, Y9
 	VADDPS       Y9, Y1, Y1
-	VPSRLD       $0x10, Y1, Y9
-	VPAND        avx2bfone<>+0(SB), Y9, Y9
+	VPAND        avx2bfkept<>+0(SB), Y1, Y9
+	VPCMPEQD     avx2bfkept<>+0(SB), Y9, Y9
+	VPSUBD       Y9, Y1, Y9
 	VPADDD       avx2bfbias<>+0(SB), Y9, Y9
-	VPADDD       Y1, Y9, Y9
 	VPAND        avx2bfhigh<>+0(SB), Y9, Y9
 	VCMPPS       $0x03, Y1, Y1, Y1
 	VBLENDVPS    Y1, avx2bfnanhigh<>+0(SB), Y9, Y9
@@ -29626,10 +29626,10 @@ addsumblock:
 	VPMOVZXWD    32(R9)(R10*2), Y9
 	VPSLLD       $0x10, Y9, Y9
 	VADDPS       Y9, Y1, Y1
-	VPSRLD       $0x10, Y1, Y9
-	VPAND        avx2bfone<>+0(SB), Y9, Y9
+	VPAND        avx2bfkept<>+0(SB), Y1, Y9
+	VPCMPEQD     avx2bfkept<>+0(SB), Y9, Y9
+	VPSUBD       Y9, Y1, Y9
 	VPADDD       avx2bfbias<>+0(SB), Y9, Y9
-	VPADDD       Y1, Y9, Y9
 	VPAND        avx2bfhigh<>+0(SB), Y9, Y9
 	VCMPPS       $0x03, Y1, Y1, Y1
 	VBLENDVPS    Y1, avx2bfnanhigh<>+0(SB), Y9, Y9
@@ -29643,10 +29643,10 @@ addsumblock:
 	VPMOVZXWD    48(R9)(R10*2), Y9
 	VPSLLD       $0x10, Y9, Y9
 	VADDPS       Y9, Y1, Y1
-	VPSRLD       $0x10, Y1, Y9
-	VPAND        avx2bfone<>+0(SB), Y9, Y9
+	VPAND        avx2bfkept<>+0(SB), Y1, Y9
+	VPCMPEQD     avx2bfkept<>+0(SB), Y9, Y9
+	VPSUBD       Y9, Y1, Y9
 	VPADDD       avx2bfbias<>+0(SB), Y9, Y9
-	VPADDD       Y1, Y9, Y9
 	VPAND        avx2bfhigh<>+0(SB), Y9, Y9
 	VCMPPS       $0x03, Y1, Y1, Y1
 	VBLENDVPS    Y1, avx2bfnanhigh<>+0(SB), Y9, Y9
@@ -29660,10 +29660,10 @@ addsumblock:
 	VPMOVZXWD    64(R9)(R10*2), Y9
 	VPSLLD       $0x10, Y9, Y9
 	VADDPS       Y9, Y1, Y1
-	VPSRLD       $0x10, Y1, Y9
-	VPAND        avx2bfone<>+0(SB), Y9, Y9
+	VPAND        avx2bfkept<>+0(SB), Y1, Y9
+	VPCMPEQD     avx2bfkept<>+0(SB), Y9, Y9
+	VPSUBD       Y9, Y1, Y9
 	VPADDD       avx2bfbias<>+0(SB), Y9, Y9
-	VPADDD       Y1, Y9, Y9
 	VPAND        avx2bfhigh<>+0(SB), Y9, Y9
 	VCMPPS       $0x03, Y1, Y1, Y1
 	VBLENDVPS    Y1, avx2bfnanhigh<>+0(SB), Y9, Y9
@@ -29677,10 +29677,10 @@ addsumblock:
 	VPMOVZXWD    80(R9)(R10*2), Y9
 	VPSLLD       $0x10, Y9, Y9
 	VADDPS       Y9, Y1, Y1
-	VPSRLD       $0x10, Y1, Y9
-	VPAND        avx2bfone<>+0(SB), Y9, Y9
+	VPAND        avx2bfkept<>+0(SB), Y1, Y9
+	VPCMPEQD     avx2bfkept<>+0(SB), Y9, Y9
+	VPSUBD       Y9, Y1, Y9
 	VPADDD       avx2bfbias<>+0(SB), Y9, Y9
-	VPADDD       Y1, Y9, Y9
 	VPAND        avx2bfhigh<>+0(SB), Y9, Y9
 	VCMPPS       $0x03, Y1, Y1, Y1
 	VBLENDVPS    Y1, avx2bfnanhigh<>+0(SB), Y9, Y9
@@ -29694,10 +29694,10 @@ addsumblock:
 	VPMOVZXWD    96(R9)(R10*2), Y9
 	VPSLLD       $0x10, Y9, Y9
 	VADDPS       Y9, Y1, Y1
-	VPSRLD       $0x10, Y1, Y9
-	VPAND        avx2bfone<>+0(SB), Y9, Y9
+	VPAND        avx2bfkept<>+0(SB), Y1, Y9
+	VPCMPEQD     avx2bfkept<>+0(SB), Y9, Y9
+	VPSUBD       Y9, Y1, Y9
 	VPADDD       avx2bfbias<>+0(SB), Y9, Y9
-	VPADDD       Y1, Y9, Y9
 	VPAND        avx2bfhigh<>+0(SB), Y9, Y9
 	VCMPPS       $0x03, Y1, Y1, Y1
 	VBLENDVPS    Y1, avx2bfnanhigh<>+0(SB), Y9, Y9
@@ -29711,10 +29711,10 @@ addsumblock:
 	VPMOVZXWD    112(R9)(R10*2), Y9
 	VPSLLD       $0x10, Y9, Y9
 	VADDPS       Y9, Y1, Y1
-	VPSRLD       $0x10, Y1, Y9
-	VPAND        avx2bfone<>+0(SB), Y9, Y9
+	VPAND        avx2bfkept<>+0(SB), Y1, Y9
+	VPCMPEQD     avx2bfkept<>+0(SB), Y9, Y9
+	VPSUBD       Y9, Y1, Y9
 	VPADDD       avx2bfbias<>+0(SB), Y9, Y9
-	VPADDD       Y1, Y9, Y9
 	VPAND        avx2bfhigh<>+0(SB), Y9, Y9
 	VCMPPS       $0x03, Y1, Y1, Y1
 	VBLENDVPS    Y1, avx2bfnanhigh<>+0(SB), Y9, Y9
@@ -30269,7 +30269,7 @@ longrows33:
 	JZ      scaleloopnoweight
 	TESTL   $0x00000010, R11
 	JNZ     scaleloopoffset
-	VMOVDQU avx2bfone<>+0(SB), Y3
+	VMOVDQU avx2bfkept<>+0(SB), Y3
 	VMOVDQU avx2bfbias<>+0(SB), Y4
 	VMOVDQU avx2bfhigh<>+0(SB), Y5
 	VMOVDQU avx2widenshuf<>+0(SB), Y6
@@ -30299,25 +30299,25 @@ scaleloopbody36:
 	VMULPS         Y2, Y10, Y10
 	TESTL          $0x00000008, job_flags+0(AX)
 	JZ             notrn37
-	VPSRLD         $0x10, Y7, Y11
-	VPAND          Y3, Y11, Y11
+	VPAND          Y3, Y7, Y11
+	VPCMPEQD       Y3, Y11, Y11
+	VPSUBD         Y11, Y7, Y11
 	VPADDD         Y4, Y11, Y11
-	VPADDD         Y7, Y11, Y11
 	VPAND          Y5, Y11, Y7
-	VPSRLD         $0x10, Y8, Y11
-	VPAND          Y3, Y11, Y11
+	VPAND          Y3, Y8, Y11
+	VPCMPEQD       Y3, Y11, Y11
+	VPSUBD         Y11, Y8, Y11
 	VPADDD         Y4, Y11, Y11
-	VPADDD         Y8, Y11, Y11
 	VPAND          Y5, Y11, Y8
-	VPSRLD         $0x10, Y9, Y11
-	VPAND          Y3, Y11, Y11
+	VPAND          Y3, Y9, Y11
+	VPCMPEQD       Y3, Y11, Y11
+	VPSUBD         Y11, Y9, Y11
 	VPADDD         Y4, Y11, Y11
-	VPADDD         Y9, Y11, Y11
 	VPAND          Y5, Y11, Y9
-	VPSRLD         $0x10, Y10, Y11
-	VPAND          Y3, Y11, Y11
+	VPAND          Y3, Y10, Y11
+	VPCMPEQD       Y3, Y11, Y11
+	VPSUBD         Y11, Y10, Y11
 	VPADDD         Y4, Y11, Y11
-	VPADDD         Y10, Y11, Y11
 	VPAND          Y5, Y11, Y10
 
 notrn37:
@@ -30337,15 +30337,15 @@ nobias38:
 	VCMPPS    $0x03, Y8, Y7, Y11
 	VPTEST    Y11, Y11
 	JNZ       bf16nan39
-	VPSRLD    $0x10, Y7, Y11
-	VPAND     Y3, Y11, Y11
+	VPAND     Y3, Y7, Y11
+	VPCMPEQD  Y3, Y11, Y11
+	VPSUBD    Y11, Y7, Y11
 	VPADDD    Y4, Y11, Y11
-	VPADDD    Y7, Y11, Y11
 	VPSRLD    $0x10, Y11, Y11
-	VPSRLD    $0x10, Y8, Y7
-	VPAND     Y3, Y7, Y7
+	VPAND     Y3, Y8, Y7
+	VPCMPEQD  Y3, Y7, Y7
+	VPSUBD    Y7, Y8, Y7
 	VPADDD    Y4, Y7, Y7
-	VPADDD    Y8, Y7, Y7
 	VPSRLD    $0x10, Y7, Y7
 	VPACKUSDW Y7, Y11, Y11
 
@@ -30355,15 +30355,15 @@ bf16packed40:
 	VCMPPS    $0x03, Y10, Y9, Y7
 	VPTEST    Y7, Y7
 	JNZ       bf16nan41
-	VPSRLD    $0x10, Y9, Y7
-	VPAND     Y3, Y7, Y7
+	VPAND     Y3, Y9, Y7
+	VPCMPEQD  Y3, Y7, Y7
+	VPSUBD    Y7, Y9, Y7
 	VPADDD    Y4, Y7, Y7
-	VPADDD    Y9, Y7, Y7
 	VPSRLD    $0x10, Y7, Y7
-	VPSRLD    $0x10, Y10, Y8
-	VPAND     Y3, Y8, Y8
+	VPAND     Y3, Y10, Y8
+	VPCMPEQD  Y3, Y8, Y8
+	VPSUBD    Y8, Y10, Y8
 	VPADDD    Y4, Y8, Y8
-	VPADDD    Y10, Y8, Y8
 	VPSRLD    $0x10, Y8, Y8
 	VPACKUSDW Y8, Y7, Y7
 
@@ -30379,7 +30379,7 @@ scalelooppf35:
 
 	PCALIGN $32
 scaleloopoffset:
-	VMOVDQU avx2bfone<>+0(SB), Y3
+	VMOVDQU avx2bfkept<>+0(SB), Y3
 	VMOVDQU avx2bfbias<>+0(SB), Y4
 	VMOVDQU avx2bfhigh<>+0(SB), Y5
 	VMOVDQU avx2widenshuf<>+0(SB), Y6
@@ -30409,25 +30409,25 @@ scaleloopoffsetbody45:
 	VMULPS         Y2, Y10, Y10
 	TESTL          $0x00000008, job_flags+0(AX)
 	JZ             notrn46
-	VPSRLD         $0x10, Y7, Y11
-	VPAND          Y3, Y11, Y11
+	VPAND          Y3, Y7, Y11
+	VPCMPEQD       Y3, Y11, Y11
+	VPSUBD         Y11, Y7, Y11
 	VPADDD         Y4, Y11, Y11
-	VPADDD         Y7, Y11, Y11
 	VPAND          Y5, Y11, Y7
-	VPSRLD         $0x10, Y8, Y11
-	VPAND          Y3, Y11, Y11
+	VPAND          Y3, Y8, Y11
+	VPCMPEQD       Y3, Y11, Y11
+	VPSUBD         Y11, Y8, Y11
 	VPADDD         Y4, Y11, Y11
-	VPADDD         Y8, Y11, Y11
 	VPAND          Y5, Y11, Y8
-	VPSRLD         $0x10, Y9, Y11
-	VPAND          Y3, Y11, Y11
+	VPAND          Y3, Y9, Y11
+	VPCMPEQD       Y3, Y11, Y11
+	VPSUBD         Y11, Y9, Y11
 	VPADDD         Y4, Y11, Y11
-	VPADDD         Y9, Y11, Y11
 	VPAND          Y5, Y11, Y9
-	VPSRLD         $0x10, Y10, Y11
-	VPAND          Y3, Y11, Y11
+	VPAND          Y3, Y10, Y11
+	VPCMPEQD       Y3, Y11, Y11
+	VPSUBD         Y11, Y10, Y11
 	VPADDD         Y4, Y11, Y11
-	VPADDD         Y10, Y11, Y11
 	VPAND          Y5, Y11, Y10
 
 notrn46:
@@ -30455,15 +30455,15 @@ nobias47:
 	VCMPPS    $0x03, Y8, Y7, Y11
 	VPTEST    Y11, Y11
 	JNZ       bf16nan48
-	VPSRLD    $0x10, Y7, Y11
-	VPAND     Y3, Y11, Y11
+	VPAND     Y3, Y7, Y11
+	VPCMPEQD  Y3, Y11, Y11
+	VPSUBD    Y11, Y7, Y11
 	VPADDD    Y4, Y11, Y11
-	VPADDD    Y7, Y11, Y11
 	VPSRLD    $0x10, Y11, Y11
-	VPSRLD    $0x10, Y8, Y7
-	VPAND     Y3, Y7, Y7
+	VPAND     Y3, Y8, Y7
+	VPCMPEQD  Y3, Y7, Y7
+	VPSUBD    Y7, Y8, Y7
 	VPADDD    Y4, Y7, Y7
-	VPADDD    Y8, Y7, Y7
 	VPSRLD    $0x10, Y7, Y7
 	VPACKUSDW Y7, Y11, Y11
 
@@ -30473,15 +30473,15 @@ bf16packed49:
 	VCMPPS    $0x03, Y10, Y9, Y7
 	VPTEST    Y7, Y7
 	JNZ       bf16nan50
-	VPSRLD    $0x10, Y9, Y7
-	VPAND     Y3, Y7, Y7
+	VPAND     Y3, Y9, Y7
+	VPCMPEQD  Y3, Y7, Y7
+	VPSUBD    Y7, Y9, Y7
 	VPADDD    Y4, Y7, Y7
-	VPADDD    Y9, Y7, Y7
 	VPSRLD    $0x10, Y7, Y7
-	VPSRLD    $0x10, Y10, Y8
-	VPAND     Y3, Y8, Y8
+	VPAND     Y3, Y10, Y8
+	VPCMPEQD  Y3, Y8, Y8
+	VPSUBD    Y8, Y10, Y8
 	VPADDD    Y4, Y8, Y8
-	VPADDD    Y10, Y8, Y8
 	VPSRLD    $0x10, Y8, Y8
 	VPACKUSDW Y8, Y7, Y7
 
@@ -30497,7 +30497,7 @@ scaleloopoffsetpf44:
 
 	PCALIGN $32
 scaleloopnoweight:
-	VMOVDQU avx2bfone<>+0(SB), Y3
+	VMOVDQU avx2bfkept<>+0(SB), Y3
 	VMOVDQU avx2bfbias<>+0(SB), Y4
 	VMOVDQU avx2widenshuf<>+0(SB), Y5
 
@@ -30536,15 +30536,15 @@ nobias55:
 	VCMPPS    $0x03, Y7, Y6, Y10
 	VPTEST    Y10, Y10
 	JNZ       bf16nan56
-	VPSRLD    $0x10, Y6, Y10
-	VPAND     Y3, Y10, Y10
+	VPAND     Y3, Y6, Y10
+	VPCMPEQD  Y3, Y10, Y10
+	VPSUBD    Y10, Y6, Y10
 	VPADDD    Y4, Y10, Y10
-	VPADDD    Y6, Y10, Y10
 	VPSRLD    $0x10, Y10, Y10
-	VPSRLD    $0x10, Y7, Y6
-	VPAND     Y3, Y6, Y6
+	VPAND     Y3, Y7, Y6
+	VPCMPEQD  Y3, Y6, Y6
+	VPSUBD    Y6, Y7, Y6
 	VPADDD    Y4, Y6, Y6
-	VPADDD    Y7, Y6, Y6
 	VPSRLD    $0x10, Y6, Y6
 	VPACKUSDW Y6, Y10, Y10
 
@@ -30554,15 +30554,15 @@ bf16packed57:
 	VCMPPS    $0x03, Y9, Y8, Y6
 	VPTEST    Y6, Y6
 	JNZ       bf16nan58
-	VPSRLD    $0x10, Y8, Y6
-	VPAND     Y3, Y6, Y6
+	VPAND     Y3, Y8, Y6
+	VPCMPEQD  Y3, Y6, Y6
+	VPSUBD    Y6, Y8, Y6
 	VPADDD    Y4, Y6, Y6
-	VPADDD    Y8, Y6, Y6
 	VPSRLD    $0x10, Y6, Y6
-	VPSRLD    $0x10, Y9, Y7
-	VPAND     Y3, Y7, Y7
+	VPAND     Y3, Y9, Y7
+	VPCMPEQD  Y3, Y7, Y7
+	VPSUBD    Y7, Y9, Y7
 	VPADDD    Y4, Y7, Y7
-	VPADDD    Y9, Y7, Y7
 	VPSRLD    $0x10, Y7, Y7
 	VPACKUSDW Y7, Y6, Y6
 
@@ -30596,10 +30596,10 @@ scalehead:
 	VMULPS    Y2, Y3, Y3
 	TESTL     $0x00000008, job_flags+0(AX)
 	JZ        notrn60
-	VPSRLD    $0x10, Y3, Y4
-	VPAND     avx2bfone<>+0(SB), Y4, Y4
+	VPAND     avx2bfkept<>+0(SB), Y3, Y4
+	VPCMPEQD  avx2bfkept<>+0(SB), Y4, Y4
+	VPSUBD    Y4, Y3, Y4
 	VPADDD    avx2bfbias<>+0(SB), Y4, Y4
-	VPADDD    Y3, Y4, Y4
 	VPAND     avx2bfhigh<>+0(SB), Y4, Y4
 	VCMPPS    $0x03, Y3, Y3, Y3
 	VBLENDVPS Y3, avx2bfnanhigh<>+0(SB), Y4, Y3
@@ -30618,10 +30618,10 @@ noweight61:
 	VADDPS (R11)(R8*4), Y3, Y3
 
 nobias62:
-	VPSRLD       $0x10, Y3, Y4
-	VPAND        avx2bfone<>+0(SB), Y4, Y4
+	VPAND        avx2bfkept<>+0(SB), Y3, Y4
+	VPCMPEQD     avx2bfkept<>+0(SB), Y4, Y4
+	VPSUBD       Y4, Y3, Y4
 	VPADDD       avx2bfbias<>+0(SB), Y4, Y4
-	VPADDD       Y3, Y4, Y4
 	VPSRLD       $0x10, Y4, Y4
 	VCMPPS       $0x03, Y3, Y3, Y3
 	VBLENDVPS    Y3, avx2bfnanlow<>+0(SB), Y4, Y4
@@ -30644,7 +30644,7 @@ scalentgo:
 longrows63:
 	ADDQ    DX, R10
 	MOVL    job_flags+0(AX), R11
-	VMOVDQU avx2bfone<>+0(SB), Y3
+	VMOVDQU avx2bfkept<>+0(SB), Y3
 	VMOVDQU avx2bfbias<>+0(SB), Y4
 	VMOVDQU avx2bfhigh<>+0(SB), Y5
 	VMOVDQU avx2widenshuf<>+0(SB), Y6
@@ -30671,25 +30671,25 @@ scalentloopiter64:
 	VMULPS         Y2, Y10, Y10
 	TESTL          $0x00000008, job_flags+0(AX)
 	JZ             notrn65
-	VPSRLD         $0x10, Y7, Y11
-	VPAND          Y3, Y11, Y11
+	VPAND          Y3, Y7, Y11
+	VPCMPEQD       Y3, Y11, Y11
+	VPSUBD         Y11, Y7, Y11
 	VPADDD         Y4, Y11, Y11
-	VPADDD         Y7, Y11, Y11
 	VPAND          Y5, Y11, Y7
-	VPSRLD         $0x10, Y8, Y11
-	VPAND          Y3, Y11, Y11
+	VPAND          Y3, Y8, Y11
+	VPCMPEQD       Y3, Y11, Y11
+	VPSUBD         Y11, Y8, Y11
 	VPADDD         Y4, Y11, Y11
-	VPADDD         Y8, Y11, Y11
 	VPAND          Y5, Y11, Y8
-	VPSRLD         $0x10, Y9, Y11
-	VPAND          Y3, Y11, Y11
+	VPAND          Y3, Y9, Y11
+	VPCMPEQD       Y3, Y11, Y11
+	VPSUBD         Y11, Y9, Y11
 	VPADDD         Y4, Y11, Y11
-	VPADDD         Y9, Y11, Y11
 	VPAND          Y5, Y11, Y9
-	VPSRLD         $0x10, Y10, Y11
-	VPAND          Y3, Y11, Y11
+	VPAND          Y3, Y10, Y11
+	VPCMPEQD       Y3, Y11, Y11
+	VPSUBD         Y11, Y10, Y11
 	VPADDD         Y4, Y11, Y11
-	VPADDD         Y10, Y11, Y11
 	VPAND          Y5, Y11, Y10
 
 notrn65:
@@ -30715,15 +30715,15 @@ nobias68:
 	VCMPPS    $0x03, Y8, Y7, Y11
 	VPTEST    Y11, Y11
 	JNZ       bf16nan69
-	VPSRLD    $0x10, Y7, Y11
-	VPAND     Y3, Y11, Y11
+	VPAND     Y3, Y7, Y11
+	VPCMPEQD  Y3, Y11, Y11
+	VPSUBD    Y11, Y7, Y11
 	VPADDD    Y4, Y11, Y11
-	VPADDD    Y7, Y11, Y11
 	VPSRLD    $0x10, Y11, Y11
-	VPSRLD    $0x10, Y8, Y7
-	VPAND     Y3, Y7, Y7
+	VPAND     Y3, Y8, Y7
+	VPCMPEQD  Y3, Y7, Y7
+	VPSUBD    Y7, Y8, Y7
 	VPADDD    Y4, Y7, Y7
-	VPADDD    Y8, Y7, Y7
 	VPSRLD    $0x10, Y7, Y7
 	VPACKUSDW Y7, Y11, Y11
 
@@ -30733,15 +30733,15 @@ bf16packed70:
 	VCMPPS    $0x03, Y10, Y9, Y7
 	VPTEST    Y7, Y7
 	JNZ       bf16nan71
-	VPSRLD    $0x10, Y9, Y7
-	VPAND     Y3, Y7, Y7
+	VPAND     Y3, Y9, Y7
+	VPCMPEQD  Y3, Y7, Y7
+	VPSUBD    Y7, Y9, Y7
 	VPADDD    Y4, Y7, Y7
-	VPADDD    Y9, Y7, Y7
 	VPSRLD    $0x10, Y7, Y7
-	VPSRLD    $0x10, Y10, Y8
-	VPAND     Y3, Y8, Y8
+	VPAND     Y3, Y10, Y8
+	VPCMPEQD  Y3, Y8, Y8
+	VPSUBD    Y8, Y10, Y8
 	VPADDD    Y4, Y8, Y8
-	VPADDD    Y10, Y8, Y8
 	VPSRLD    $0x10, Y8, Y8
 	VPACKUSDW Y8, Y7, Y7
 
@@ -30778,10 +30778,10 @@ scaleone:
 	VMULPS    Y2, Y3, Y3
 	TESTL     $0x00000008, job_flags+0(AX)
 	JZ        notrn73
-	VPSRLD    $0x10, Y3, Y4
-	VPAND     avx2bfone<>+0(SB), Y4, Y4
+	VPAND     avx2bfkept<>+0(SB), Y3, Y4
+	VPCMPEQD  avx2bfkept<>+0(SB), Y4, Y4
+	VPSUBD    Y4, Y3, Y4
 	VPADDD    avx2bfbias<>+0(SB), Y4, Y4
-	VPADDD    Y3, Y4, Y4
 	VPAND     avx2bfhigh<>+0(SB), Y4, Y4
 	VCMPPS    $0x03, Y3, Y3, Y3
 	VBLENDVPS Y3, avx2bfnanhigh<>+0(SB), Y4, Y3
@@ -30800,10 +30800,10 @@ noweight74:
 	VADDPS (R10)(R8*4), Y3, Y3
 
 nobias75:
-	VPSRLD       $0x10, Y3, Y4
-	VPAND        avx2bfone<>+0(SB), Y4, Y4
+	VPAND        avx2bfkept<>+0(SB), Y3, Y4
+	VPCMPEQD     avx2bfkept<>+0(SB), Y4, Y4
+	VPSUBD       Y4, Y3, Y4
 	VPADDD       avx2bfbias<>+0(SB), Y4, Y4
-	VPADDD       Y3, Y4, Y4
 	VPSRLD       $0x10, Y4, Y4
 	VCMPPS       $0x03, Y3, Y3, Y3
 	VBLENDVPS    Y3, avx2bfnanlow<>+0(SB), Y4, Y4
@@ -30911,10 +30911,10 @@ nobiascopy85:
 	VMULPS    Y3, Y2, Y3
 	TESTL     $0x00000008, job_flags+0(AX)
 	JZ        notrn90
-	VPSRLD    $0x10, Y3, Y4
-	VPAND     avx2bfone<>+0(SB), Y4, Y4
+	VPAND     avx2bfkept<>+0(SB), Y3, Y4
+	VPCMPEQD  avx2bfkept<>+0(SB), Y4, Y4
+	VPSUBD    Y4, Y3, Y4
 	VPADDD    avx2bfbias<>+0(SB), Y4, Y4
-	VPADDD    Y3, Y4, Y4
 	VPAND     avx2bfhigh<>+0(SB), Y4, Y4
 	VCMPPS    $0x03, Y3, Y3, Y3
 	VBLENDVPS Y3, avx2bfnanhigh<>+0(SB), Y4, Y3
@@ -30933,10 +30933,10 @@ noweight91:
 	VADDPS 224(SP), Y3, Y3
 
 nobias92:
-	VPSRLD       $0x10, Y3, Y4
-	VPAND        avx2bfone<>+0(SB), Y4, Y4
+	VPAND        avx2bfkept<>+0(SB), Y3, Y4
+	VPCMPEQD     avx2bfkept<>+0(SB), Y4, Y4
+	VPSUBD       Y4, Y3, Y4
 	VPADDD       avx2bfbias<>+0(SB), Y4, Y4
-	VPADDD       Y3, Y4, Y4
 	VPSRLD       $0x10, Y4, Y4
 	VCMPPS       $0x03, Y3, Y3, Y3
 	VBLENDVPS    Y3, avx2bfnanlow<>+0(SB), Y4, Y4
@@ -31040,10 +31040,10 @@ addwhole:
 	VPMOVZXWD    (R9)(R10*2), Y9
 	VPSLLD       $0x10, Y9, Y9
 	VADDPS       Y9, Y1, Y1
-	VPSRLD       $0x10, Y1, Y9
-	VPAND        avx2bfone<>+0(SB), Y9, Y9
+	VPAND        avx2bfkept<>+0(SB), Y1, Y9
+	VPCMPEQD     avx2bfkept<>+0(SB), Y9, Y9
+	VPSUBD       Y9, Y1, Y9
 	VPADDD       avx2bfbias<>+0(SB), Y9, Y9
-	VPADDD       Y1, Y9, Y9
 	VPAND        avx2bfhigh<>+0(SB), Y9, Y9
 	VCMPPS       $0x03, Y1, Y1, Y1
 	VBLENDVPS    Y1, avx2bfnanhigh<>+0(SB), Y9, Y9
@@ -31059,10 +31059,10 @@ addwhole:
 	VPMOVZXWD    16(R9)(R10*2), Y9
 	VPSLLD       $0x10, Y9, Y9
 	VADDPS       Y9, Y1, Y1
-	VPSRLD       $0x10, Y1, Y9
-	VPAND        avx2bfone<>+0(SB), Y9, Y9
+	VPAND        avx2bfkept<>+0(SB), Y1, Y9
+	VPCMPEQD     avx2bfkept<>+0(SB), Y9, Y9
+	VPSUBD       Y9, Y1, Y9
 	VPADDD       avx2bfbias<>+0(SB), Y9, Y9
-	VPADDD       Y1, Y9, Y9
 	VPAND        avx2bfhigh<>+0(SB), Y9, Y9
 	VCMPPS       $0x03, Y1, Y1, Y1
 	VBLENDVPS    Y1, avx2bfnanhigh<>+0(SB), Y9, Y9
@@ -31078,10 +31078,10 @@ addwhole:
 	VPMOVZXWD    32(R9)(R10*2), Y9
 	VPSLLD       $0x10, Y9, Y9
 	VADDPS       Y9, Y1, Y1
-	VPSRLD       $0x10, Y1, Y9
-	VPAND        avx2bfone<>+0(SB), Y9, Y9
+	VPAND        avx2bfkept<>+0(SB), Y1, Y9
+	VPCMPEQD     avx2bfkept<>+0(SB), Y9, Y9
+	VPSUBD       Y9, Y1, Y9
 	VPADDD       avx2bfbias<>+0(SB), Y9, Y9
-	VPADDD       Y1, Y9, Y9
 	VPAND        avx2bfhigh<>+0(SB), Y9, Y9
 	VCMPPS       $0x03, Y1, Y1, Y1
 	VBLENDVPS    Y1, avx2bfnanhigh<>+0(SB), Y9, Y9
@@ -31097,10 +31097,10 @@ addwhole:
 	VPMOVZXWD    48(R9)(R10*2), Y9
 	VPSLLD       $0x10, Y9, Y9
 	VADDPS       Y9, Y1, Y1
-	VPSRLD       $0x10, Y1, Y9
-	VPAND        avx2bfone<>+0(SB), Y9, Y9
+	VPAND        avx2bfkept<>+0(SB), Y1, Y9
+	VPCMPEQD     avx2bfkept<>+0(SB), Y9, Y9
+	VPSUBD       Y9, Y1, Y9
 	VPADDD       avx2bfbias<>+0(SB), Y9, Y9
-	VPADDD       Y1, Y9, Y9
 	VPAND        avx2bfhigh<>+0(SB), Y9, Y9
 	VCMPPS       $0x03, Y1, Y1, Y1
 	VBLENDVPS    Y1, avx2bfnanhigh<>+0(SB), Y9, Y9
@@ -31116,10 +31116,10 @@ addwhole:
 	VPMOVZXWD    64(R9)(R10*2), Y9
 	VPSLLD       $0x10, Y9, Y9
 	VADDPS       Y9, Y1, Y1
-	VPSRLD       $0x10, Y1, Y9
-	VPAND        avx2bfone<>+0(SB), Y9, Y9
+	VPAND        avx2bfkept<>+0(SB), Y1, Y9
+	VPCMPEQD     avx2bfkept<>+0(SB), Y9, Y9
+	VPSUBD       Y9, Y1, Y9
 	VPADDD       avx2bfbias<>+0(SB), Y9, Y9
-	VPADDD       Y1, Y9, Y9
 	VPAND        avx2bfhigh<>+0(SB), Y9, Y9
 	VCMPPS       $0x03, Y1, Y1, Y1
 	VBLENDVPS    Y1, avx2bfnanhigh<>+0(SB), Y9, Y9
@@ -31135,10 +31135,10 @@ addwhole:
 	VPMOVZXWD    80(R9)(R10*2), Y9
 	VPSLLD       $0x10, Y9, Y9
 	VADDPS       Y9, Y1, Y1
-	VPSRLD       $0x10, Y1, Y9
-	VPAND        avx2bfone<>+0(SB), Y9, Y9
+	VPAND        avx2bfkept<>+0(SB), Y1, Y9
+	VPCMPEQD     avx2bfkept<>+0(SB), Y9, Y9
+	VPSUBD       Y9, Y1, Y9
 	VPADDD       avx2bfbias<>+0(SB), Y9, Y9
-	VPADDD       Y1, Y9, Y9
 	VPAND        avx2bfhigh<>+0(SB), Y9, Y9
 	VCMPPS       $0x03, Y1, Y1, Y1
 	VBLENDVPS    Y1, avx2bfnanhigh<>+0(SB), Y9, Y9
@@ -31154,10 +31154,10 @@ addwhole:
 	VPMOVZXWD    96(R9)(R10*2), Y9
 	VPSLLD       $0x10, Y9, Y9
 	VADDPS       Y9, Y1, Y1
-	VPSRLD       $0x10, Y1, Y9
-	VPAND        avx2bfone<>+0(SB), Y9, Y9
+	VPAND        avx2bfkept<>+0(SB), Y1, Y9
+	VPCMPEQD     avx2bfkept<>+0(SB), Y9, Y9
+	VPSUBD       Y9, Y1, Y9
 	VPADDD       avx2bfbias<>+0(SB), Y9, Y9
-	VPADDD       Y1, Y9, Y9
 	VPAND        avx2bfhigh<>+0(SB), Y9, Y9
 	VCMPPS       $0x03, Y1, Y1, Y1
 	VBLENDVPS    Y1, avx2bfnanhigh<>+0(SB), Y9, Y9
@@ -31223,17 +31223,17 @@ sqwhole:
 	JMP       sqsummed
 
 bf16nan39:
-	VPSRLD    $0x10, Y7, Y11
-	VPAND     avx2bfone<>+0(SB), Y11, Y11
+	VPAND     avx2bfkept<>+0(SB), Y7, Y11
+	VPCMPEQD  avx2bfkept<>+0(SB), Y11, Y11
+	VPSUBD    Y11, Y7, Y11
 	VPADDD    avx2bfbias<>+0(SB), Y11, Y11
-	VPADDD    Y7, Y11, Y11
 	VPSRLD    $0x10, Y11, Y11
 	VCMPPS    $0x03, Y7, Y7, Y7
 	VBLENDVPS Y7, avx2bfnanlow<>+0(SB), Y11, Y11
-	VPSRLD    $0x10, Y8, Y7
-	VPAND     avx2bfone<>+0(SB), Y7, Y7
+	VPAND     avx2bfkept<>+0(SB), Y8, Y7
+	VPCMPEQD  avx2bfkept<>+0(SB), Y7, Y7
+	VPSUBD    Y7, Y8, Y7
 	VPADDD    avx2bfbias<>+0(SB), Y7, Y7
-	VPADDD    Y8, Y7, Y7
 	VPSRLD    $0x10, Y7, Y7
 	VCMPPS    $0x03, Y8, Y8, Y8
 	VBLENDVPS Y8, avx2bfnanlow<>+0(SB), Y7, Y7
@@ -31241,17 +31241,17 @@ bf16nan39:
 	JMP       bf16packed40
 
 bf16nan41:
-	VPSRLD    $0x10, Y9, Y7
-	VPAND     avx2bfone<>+0(SB), Y7, Y7
+	VPAND     avx2bfkept<>+0(SB), Y9, Y7
+	VPCMPEQD  avx2bfkept<>+0(SB), Y7, Y7
+	VPSUBD    Y7, Y9, Y7
 	VPADDD    avx2bfbias<>+0(SB), Y7, Y7
-	VPADDD    Y9, Y7, Y7
 	VPSRLD    $0x10, Y7, Y7
 	VCMPPS    $0x03, Y9, Y9, Y8
 	VBLENDVPS Y8, avx2bfnanlow<>+0(SB), Y7, Y7
-	VPSRLD    $0x10, Y10, Y8
-	VPAND     avx2bfone<>+0(SB), Y8, Y8
+	VPAND     avx2bfkept<>+0(SB), Y10, Y8
+	VPCMPEQD  avx2bfkept<>+0(SB), Y8, Y8
+	VPSUBD    Y8, Y10, Y8
 	VPADDD    avx2bfbias<>+0(SB), Y8, Y8
-	VPADDD    Y10, Y8, Y8
 	VPSRLD    $0x10, Y8, Y8
 	VCMPPS    $0x03, Y10, Y10, Y9
 	VBLENDVPS Y9, avx2bfnanlow<>+0(SB), Y8, Y8
@@ -31259,17 +31259,17 @@ bf16nan41:
 	JMP       bf16packed42
 
 bf16nan48:
-	VPSRLD    $0x10, Y7, Y11
-	VPAND     avx2bfone<>+0(SB), Y11, Y11
+	VPAND     avx2bfkept<>+0(SB), Y7, Y11
+	VPCMPEQD  avx2bfkept<>+0(SB), Y11, Y11
+	VPSUBD    Y11, Y7, Y11
 	VPADDD    avx2bfbias<>+0(SB), Y11, Y11
-	VPADDD    Y7, Y11, Y11
 	VPSRLD    $0x10, Y11, Y11
 	VCMPPS    $0x03, Y7, Y7, Y7
 	VBLENDVPS Y7, avx2bfnanlow<>+0(SB), Y11, Y11
-	VPSRLD    $0x10, Y8, Y7
-	VPAND     avx2bfone<>+0(SB), Y7, Y7
+	VPAND     avx2bfkept<>+0(SB), Y8, Y7
+	VPCMPEQD  avx2bfkept<>+0(SB), Y7, Y7
+	VPSUBD    Y7, Y8, Y7
 	VPADDD    avx2bfbias<>+0(SB), Y7, Y7
-	VPADDD    Y8, Y7, Y7
 	VPSRLD    $0x10, Y7, Y7
 	VCMPPS    $0x03, Y8, Y8, Y8
 	VBLENDVPS Y8, avx2bfnanlow<>+0(SB), Y7, Y7
@@ -31277,17 +31277,17 @@ bf16nan48:
 	JMP       bf16packed49
 
 bf16nan50:
-	VPSRLD    $0x10, Y9, Y7
-	VPAND     avx2bfone<>+0(SB), Y7, Y7
+	VPAND     avx2bfkept<>+0(SB), Y9, Y7
+	VPCMPEQD  avx2bfkept<>+0(SB), Y7, Y7
+	VPSUBD    Y7, Y9, Y7
 	VPADDD    avx2bfbias<>+0(SB), Y7, Y7
-	VPADDD    Y9, Y7, Y7
 	VPSRLD    $0x10, Y7, Y7
 	VCMPPS    $0x03, Y9, Y9, Y8
 	VBLENDVPS Y8, avx2bfnanlow<>+0(SB), Y7, Y7
-	VPSRLD    $0x10, Y10, Y8
-	VPAND     avx2bfone<>+0(SB), Y8, Y8
+	VPAND     avx2bfkept<>+0(SB), Y10, Y8
+	VPCMPEQD  avx2bfkept<>+0(SB), Y8, Y8
+	VPSUBD    Y8, Y10, Y8
 	VPADDD    avx2bfbias<>+0(SB), Y8, Y8
-	VPADDD    Y10, Y8, Y8
 	VPSRLD    $0x10, Y8, Y8
 	VCMPPS    $0x03, Y10, Y10, Y9
 	VBLENDVPS Y9, avx2bfnanlow<>+0(SB), Y8, Y8
@@ -31295,17 +31295,17 @@ bf16nan50:
 	JMP       bf16packed51
 
 bf16nan56:
-	VPSRLD    $0x10, Y6, Y10
-	VPAND     avx2bfone<>+0(SB), Y10, Y10
+	VPAND     avx2bfkept<>+0(SB), Y6, Y10
+	VPCMPEQD  avx2bfkept<>+0(SB), Y10, Y10
+	VPSUBD    Y10, Y6, Y10
 	VPADDD    avx2bfbias<>+0(SB), Y10, Y10
-	VPADDD    Y6, Y10, Y10
 	VPSRLD    $0x10, Y10, Y10
 	VCMPPS    $0x03, Y6, Y6, Y6
 	VBLENDVPS Y6, avx2bfnanlow<>+0(SB), Y10, Y10
-	VPSRLD    $0x10, Y7, Y6
-	VPAND     avx2bfone<>+0(SB), Y6, Y6
+	VPAND     avx2bfkept<>+0(SB), Y7, Y6
+	VPCMPEQD  avx2bfkept<>+0(SB), Y6, Y6
+	VPSUBD    Y6, Y7, Y6
 	VPADDD    avx2bfbias<>+0(SB), Y6, Y6
-	VPADDD    Y7, Y6, Y6
 	VPSRLD    $0x10, Y6, Y6
 	VCMPPS    $0x03, Y7, Y7, Y7
 	VBLENDVPS Y7, avx2bfnanlow<>+0(SB), Y6, Y6
@@ -31313,17 +31313,17 @@ bf16nan56:
 	JMP       bf16packed57
 
 bf16nan58:
-	VPSRLD    $0x10, Y8, Y6
-	VPAND     avx2bfone<>+0(SB), Y6, Y6
+	VPAND     avx2bfkept<>+0(SB), Y8, Y6
+	VPCMPEQD  avx2bfkept<>+0(SB), Y6, Y6
+	VPSUBD    Y6, Y8, Y6
 	VPADDD    avx2bfbias<>+0(SB), Y6, Y6
-	VPADDD    Y8, Y6, Y6
 	VPSRLD    $0x10, Y6, Y6
 	VCMPPS    $0x03, Y8, Y8, Y7
 	VBLENDVPS Y7, avx2bfnanlow<>+0(SB), Y6, Y6
-	VPSRLD    $0x10, Y9, Y7
-	VPAND     avx2bfone<>+0(SB), Y7, Y7
+	VPAND     avx2bfkept<>+0(SB), Y9, Y7
+	VPCMPEQD  avx2bfkept<>+0(SB), Y7, Y7
+	VPSUBD    Y7, Y9, Y7
 	VPADDD    avx2bfbias<>+0(SB), Y7, Y7
-	VPADDD    Y9, Y7, Y7
 	VPSRLD    $0x10, Y7, Y7
 	VCMPPS    $0x03, Y9, Y9, Y8
 	VBLENDVPS Y8, avx2bfnanlow<>+0(SB), Y7, Y7
@@ -31331,17 +31331,17 @@ bf16nan58:
 	JMP       bf16packed59
 
 bf16nan69:
-	VPSRLD    $0x10, Y7, Y11
-	VPAND     avx2bfone<>+0(SB), Y11, Y11
+	VPAND     avx2bfkept<>+0(SB), Y7, Y11
+	VPCMPEQD  avx2bfkept<>+0(SB), Y11, Y11
+	VPSUBD    Y11, Y7, Y11
 	VPADDD    avx2bfbias<>+0(SB), Y11, Y11
-	VPADDD    Y7, Y11, Y11
 	VPSRLD    $0x10, Y11, Y11
 	VCMPPS    $0x03, Y7, Y7, Y7
 	VBLENDVPS Y7, avx2bfnanlow<>+0(SB), Y11, Y11
-	VPSRLD    $0x10, Y8, Y7
-	VPAND     avx2bfone<>+0(SB), Y7, Y7
+	VPAND     avx2bfkept<>+0(SB), Y8, Y7
+	VPCMPEQD  avx2bfkept<>+0(SB), Y7, Y7
+	VPSUBD    Y7, Y8, Y7
 	VPADDD    avx2bfbias<>+0(SB), Y7, Y7
-	VPADDD    Y8, Y7, Y7
 	VPSRLD    $0x10, Y7, Y7
 	VCMPPS    $0x03, Y8, Y8, Y8
 	VBLENDVPS Y8, avx2bfnanlow<>+0(SB), Y7, Y7
@@ -31349,17 +31349,17 @@ bf16nan69:
 	JMP       bf16packed70
 
 bf16nan71:
-	VPSRLD    $0x10, Y9, Y7
-	VPAND     avx2bfone<>+0(SB), Y7, Y7
+	VPAND     avx2bfkept<>+0(SB), Y9, Y7
+	VPCMPEQD  avx2bfkept<>+0(SB), Y7, Y7
+	VPSUBD    Y7, Y9, Y7
 	VPADDD    avx2bfbias<>+0(SB), Y7, Y7
-	VPADDD    Y9, Y7, Y7
 	VPSRLD    $0x10, Y7, Y7
 	VCMPPS    $0x03, Y9, Y9, Y8
 	VBLENDVPS Y8, avx2bfnanlow<>+0(SB), Y7, Y7
-	VPSRLD    $0x10, Y10, Y8
-	VPAND     avx2bfone<>+0(SB), Y8, Y8
+	VPAND     avx2bfkept<>+0(SB), Y10, Y8
+	VPCMPEQD  avx2bfkept<>+0(SB), Y8, Y8
+	VPSUBD    Y8, Y10, Y8
 	VPADDD    avx2bfbias<>+0(SB), Y8, Y8
-	VPADDD    Y10, Y8, Y8
 	VPSRLD    $0x10, Y8, Y8
 	VCMPPS    $0x03, Y10, Y10, Y9
 	VBLENDVPS Y9, avx2bfnanlow<>+0(SB), Y8, Y8
@@ -34359,47 +34359,47 @@ weightadd30:
 	JZ      scaleloopnoweight
 	TESTL   $0x00000010, job_flags+0(AX)
 	JNZ     scaleloopoffset
-	VMOVDQU avx2bfone<>+0(SB), Y3
+	VMOVDQU avx2bfkept<>+0(SB), Y3
 	VMOVDQU avx2bfbias<>+0(SB), Y4
 	VMOVDQU avx2bfhigh<>+0(SB), Y5
 
 scaleloopiter31:
-	CMPQ    R8, R9
-	JG      scaletail
-	VMOVUPS (DX)(R8*4), Y6
-	VSUBPS  Y1, Y6, Y6
-	VMULPS  Y2, Y6, Y6
-	VMOVUPS 32(DX)(R8*4), Y7
-	VSUBPS  Y1, Y7, Y7
-	VMULPS  Y2, Y7, Y7
-	VMOVUPS 64(DX)(R8*4), Y8
-	VSUBPS  Y1, Y8, Y8
-	VMULPS  Y2, Y8, Y8
-	VMOVUPS 96(DX)(R8*4), Y9
-	VSUBPS  Y1, Y9, Y9
-	VMULPS  Y2, Y9, Y9
-	TESTL   $0x00000008, job_flags+0(AX)
-	JZ      notrn32
-	VPSRLD  $0x10, Y6, Y10
-	VPAND   Y3, Y10, Y10
-	VPADDD  Y4, Y10, Y10
-	VPADDD  Y6, Y10, Y10
-	VPAND   Y5, Y10, Y6
-	VPSRLD  $0x10, Y7, Y10
-	VPAND   Y3, Y10, Y10
-	VPADDD  Y4, Y10, Y10
-	VPADDD  Y7, Y10, Y10
-	VPAND   Y5, Y10, Y7
-	VPSRLD  $0x10, Y8, Y10
-	VPAND   Y3, Y10, Y10
-	VPADDD  Y4, Y10, Y10
-	VPADDD  Y8, Y10, Y10
-	VPAND   Y5, Y10, Y8
-	VPSRLD  $0x10, Y9, Y10
-	VPAND   Y3, Y10, Y10
-	VPADDD  Y4, Y10, Y10
-	VPADDD  Y9, Y10, Y10
-	VPAND   Y5, Y10, Y9
+	CMPQ     R8, R9
+	JG       scaletail
+	VMOVUPS  (DX)(R8*4), Y6
+	VSUBPS   Y1, Y6, Y6
+	VMULPS   Y2, Y6, Y6
+	VMOVUPS  32(DX)(R8*4), Y7
+	VSUBPS   Y1, Y7, Y7
+	VMULPS   Y2, Y7, Y7
+	VMOVUPS  64(DX)(R8*4), Y8
+	VSUBPS   Y1, Y8, Y8
+	VMULPS   Y2, Y8, Y8
+	VMOVUPS  96(DX)(R8*4), Y9
+	VSUBPS   Y1, Y9, Y9
+	VMULPS   Y2, Y9, Y9
+	TESTL    $0x00000008, job_flags+0(AX)
+	JZ       notrn32
+	VPAND    Y3, Y6, Y10
+	VPCMPEQD Y3, Y10, Y10
+	VPSUBD   Y10, Y6, Y10
+	VPADDD   Y4, Y10, Y10
+	VPAND    Y5, Y10, Y6
+	VPAND    Y3, Y7, Y10
+	VPCMPEQD Y3, Y10, Y10
+	VPSUBD   Y10, Y7, Y10
+	VPADDD   Y4, Y10, Y10
+	VPAND    Y5, Y10, Y7
+	VPAND    Y3, Y8, Y10
+	VPCMPEQD Y3, Y10, Y10
+	VPSUBD   Y10, Y8, Y10
+	VPADDD   Y4, Y10, Y10
+	VPAND    Y5, Y10, Y8
+	VPAND    Y3, Y9, Y10
+	VPCMPEQD Y3, Y10, Y10
+	VPSUBD   Y10, Y9, Y10
+	VPADDD   Y4, Y10, Y10
+	VPAND    Y5, Y10, Y9
 
 notrn32:
 	VMULPS (SI)(R8*4), Y6, Y6
@@ -34418,15 +34418,15 @@ nobias33:
 	VCMPPS    $0x03, Y7, Y6, Y10
 	VPTEST    Y10, Y10
 	JNZ       bf16nan34
-	VPSRLD    $0x10, Y6, Y10
-	VPAND     Y3, Y10, Y10
+	VPAND     Y3, Y6, Y10
+	VPCMPEQD  Y3, Y10, Y10
+	VPSUBD    Y10, Y6, Y10
 	VPADDD    Y4, Y10, Y10
-	VPADDD    Y6, Y10, Y10
 	VPSRLD    $0x10, Y10, Y10
-	VPSRLD    $0x10, Y7, Y6
-	VPAND     Y3, Y6, Y6
+	VPAND     Y3, Y7, Y6
+	VPCMPEQD  Y3, Y6, Y6
+	VPSUBD    Y6, Y7, Y6
 	VPADDD    Y4, Y6, Y6
-	VPADDD    Y7, Y6, Y6
 	VPSRLD    $0x10, Y6, Y6
 	VPACKUSDW Y6, Y10, Y10
 
@@ -34436,15 +34436,15 @@ bf16packed35:
 	VCMPPS    $0x03, Y9, Y8, Y6
 	VPTEST    Y6, Y6
 	JNZ       bf16nan36
-	VPSRLD    $0x10, Y8, Y6
-	VPAND     Y3, Y6, Y6
+	VPAND     Y3, Y8, Y6
+	VPCMPEQD  Y3, Y6, Y6
+	VPSUBD    Y6, Y8, Y6
 	VPADDD    Y4, Y6, Y6
-	VPADDD    Y8, Y6, Y6
 	VPSRLD    $0x10, Y6, Y6
-	VPSRLD    $0x10, Y9, Y7
-	VPAND     Y3, Y7, Y7
+	VPAND     Y3, Y9, Y7
+	VPCMPEQD  Y3, Y7, Y7
+	VPSUBD    Y7, Y9, Y7
 	VPADDD    Y4, Y7, Y7
-	VPADDD    Y9, Y7, Y7
 	VPSRLD    $0x10, Y7, Y7
 	VPACKUSDW Y7, Y6, Y6
 
@@ -34456,47 +34456,47 @@ bf16packed37:
 
 	PCALIGN $32
 scaleloopoffset:
-	VMOVDQU avx2bfone<>+0(SB), Y3
+	VMOVDQU avx2bfkept<>+0(SB), Y3
 	VMOVDQU avx2bfbias<>+0(SB), Y4
 	VMOVDQU avx2bfhigh<>+0(SB), Y5
 
 scaleloopoffsetiter38:
-	CMPQ    R8, R9
-	JG      scaletail
-	VMOVUPS (DX)(R8*4), Y6
-	VSUBPS  Y1, Y6, Y6
-	VMULPS  Y2, Y6, Y6
-	VMOVUPS 32(DX)(R8*4), Y7
-	VSUBPS  Y1, Y7, Y7
-	VMULPS  Y2, Y7, Y7
-	VMOVUPS 64(DX)(R8*4), Y8
-	VSUBPS  Y1, Y8, Y8
-	VMULPS  Y2, Y8, Y8
-	VMOVUPS 96(DX)(R8*4), Y9
-	VSUBPS  Y1, Y9, Y9
-	VMULPS  Y2, Y9, Y9
-	TESTL   $0x00000008, job_flags+0(AX)
-	JZ      notrn39
-	VPSRLD  $0x10, Y6, Y10
-	VPAND   Y3, Y10, Y10
-	VPADDD  Y4, Y10, Y10
-	VPADDD  Y6, Y10, Y10
-	VPAND   Y5, Y10, Y6
-	VPSRLD  $0x10, Y7, Y10
-	VPAND   Y3, Y10, Y10
-	VPADDD  Y4, Y10, Y10
-	VPADDD  Y7, Y10, Y10
-	VPAND   Y5, Y10, Y7
-	VPSRLD  $0x10, Y8, Y10
-	VPAND   Y3, Y10, Y10
-	VPADDD  Y4, Y10, Y10
-	VPADDD  Y8, Y10, Y10
-	VPAND   Y5, Y10, Y8
-	VPSRLD  $0x10, Y9, Y10
-	VPAND   Y3, Y10, Y10
-	VPADDD  Y4, Y10, Y10
-	VPADDD  Y9, Y10, Y10
-	VPAND   Y5, Y10, Y9
+	CMPQ     R8, R9
+	JG       scaletail
+	VMOVUPS  (DX)(R8*4), Y6
+	VSUBPS   Y1, Y6, Y6
+	VMULPS   Y2, Y6, Y6
+	VMOVUPS  32(DX)(R8*4), Y7
+	VSUBPS   Y1, Y7, Y7
+	VMULPS   Y2, Y7, Y7
+	VMOVUPS  64(DX)(R8*4), Y8
+	VSUBPS   Y1, Y8, Y8
+	VMULPS   Y2, Y8, Y8
+	VMOVUPS  96(DX)(R8*4), Y9
+	VSUBPS   Y1, Y9, Y9
+	VMULPS   Y2, Y9, Y9
+	TESTL    $0x00000008, job_flags+0(AX)
+	JZ       notrn39
+	VPAND    Y3, Y6, Y10
+	VPCMPEQD Y3, Y10, Y10
+	VPSUBD   Y10, Y6, Y10
+	VPADDD   Y4, Y10, Y10
+	VPAND    Y5, Y10, Y6
+	VPAND    Y3, Y7, Y10
+	VPCMPEQD Y3, Y10, Y10
+	VPSUBD   Y10, Y7, Y10
+	VPADDD   Y4, Y10, Y10
+	VPAND    Y5, Y10, Y7
+	VPAND    Y3, Y8, Y10
+	VPCMPEQD Y3, Y10, Y10
+	VPSUBD   Y10, Y8, Y10
+	VPADDD   Y4, Y10, Y10
+	VPAND    Y5, Y10, Y8
+	VPAND    Y3, Y9, Y10
+	VPCMPEQD Y3, Y10, Y10
+	VPSUBD   Y10, Y9, Y10
+	VPADDD   Y4, Y10, Y10
+	VPAND    Y5, Y10, Y9
 
 notrn39:
 	VMOVUPS (SI)(R8*4), Y10
@@ -34523,15 +34523,15 @@ nobias40:
 	VCMPPS    $0x03, Y7, Y6, Y10
 	VPTEST    Y10, Y10
 	JNZ       bf16nan41
-	VPSRLD    $0x10, Y6, Y10
-	VPAND     Y3, Y10, Y10
+	VPAND     Y3, Y6, Y10
+	VPCMPEQD  Y3, Y10, Y10
+	VPSUBD    Y10, Y6, Y10
 	VPADDD    Y4, Y10, Y10
-	VPADDD    Y6, Y10, Y10
 	VPSRLD    $0x10, Y10, Y10
-	VPSRLD    $0x10, Y7, Y6
-	VPAND     Y3, Y6, Y6
+	VPAND     Y3, Y7, Y6
+	VPCMPEQD  Y3, Y6, Y6
+	VPSUBD    Y6, Y7, Y6
 	VPADDD    Y4, Y6, Y6
-	VPADDD    Y7, Y6, Y6
 	VPSRLD    $0x10, Y6, Y6
 	VPACKUSDW Y6, Y10, Y10
 
@@ -34541,15 +34541,15 @@ bf16packed42:
 	VCMPPS    $0x03, Y9, Y8, Y6
 	VPTEST    Y6, Y6
 	JNZ       bf16nan43
-	VPSRLD    $0x10, Y8, Y6
-	VPAND     Y3, Y6, Y6
+	VPAND     Y3, Y8, Y6
+	VPCMPEQD  Y3, Y6, Y6
+	VPSUBD    Y6, Y8, Y6
 	VPADDD    Y4, Y6, Y6
-	VPADDD    Y8, Y6, Y6
 	VPSRLD    $0x10, Y6, Y6
-	VPSRLD    $0x10, Y9, Y7
-	VPAND     Y3, Y7, Y7
+	VPAND     Y3, Y9, Y7
+	VPCMPEQD  Y3, Y7, Y7
+	VPSUBD    Y7, Y9, Y7
 	VPADDD    Y4, Y7, Y7
-	VPADDD    Y9, Y7, Y7
 	VPSRLD    $0x10, Y7, Y7
 	VPACKUSDW Y7, Y6, Y6
 
@@ -34561,7 +34561,7 @@ bf16packed44:
 
 	PCALIGN $32
 scaleloopnoweight:
-	VMOVDQU avx2bfone<>+0(SB), Y3
+	VMOVDQU avx2bfkept<>+0(SB), Y3
 	VMOVDQU avx2bfbias<>+0(SB), Y4
 
 scaleloopnoweightiter45:
@@ -34591,15 +34591,15 @@ nobias46:
 	VCMPPS    $0x03, Y6, Y5, Y9
 	VPTEST    Y9, Y9
 	JNZ       bf16nan47
-	VPSRLD    $0x10, Y5, Y9
-	VPAND     Y3, Y9, Y9
+	VPAND     Y3, Y5, Y9
+	VPCMPEQD  Y3, Y9, Y9
+	VPSUBD    Y9, Y5, Y9
 	VPADDD    Y4, Y9, Y9
-	VPADDD    Y5, Y9, Y9
 	VPSRLD    $0x10, Y9, Y9
-	VPSRLD    $0x10, Y6, Y5
-	VPAND     Y3, Y5, Y5
+	VPAND     Y3, Y6, Y5
+	VPCMPEQD  Y3, Y5, Y5
+	VPSUBD    Y5, Y6, Y5
 	VPADDD    Y4, Y5, Y5
-	VPADDD    Y6, Y5, Y5
 	VPSRLD    $0x10, Y5, Y5
 	VPACKUSDW Y5, Y9, Y9
 
@@ -34609,15 +34609,15 @@ bf16packed48:
 	VCMPPS    $0x03, Y8, Y7, Y5
 	VPTEST    Y5, Y5
 	JNZ       bf16nan49
-	VPSRLD    $0x10, Y7, Y5
-	VPAND     Y3, Y5, Y5
+	VPAND     Y3, Y7, Y5
+	VPCMPEQD  Y3, Y5, Y5
+	VPSUBD    Y5, Y7, Y5
 	VPADDD    Y4, Y5, Y5
-	VPADDD    Y7, Y5, Y5
 	VPSRLD    $0x10, Y5, Y5
-	VPSRLD    $0x10, Y8, Y6
-	VPAND     Y3, Y6, Y6
+	VPAND     Y3, Y8, Y6
+	VPCMPEQD  Y3, Y6, Y6
+	VPSUBD    Y6, Y8, Y6
 	VPADDD    Y4, Y6, Y6
-	VPADDD    Y8, Y6, Y6
 	VPSRLD    $0x10, Y6, Y6
 	VPACKUSDW Y6, Y5, Y5
 
@@ -34641,7 +34641,7 @@ longrows51:
 	JZ      scalepfloopnoweight
 	TESTL   $0x00000010, job_flags+0(AX)
 	JNZ     scalepfloopoffset
-	VMOVDQU avx2bfone<>+0(SB), Y3
+	VMOVDQU avx2bfkept<>+0(SB), Y3
 	VMOVDQU avx2bfbias<>+0(SB), Y4
 	VMOVDQU avx2bfhigh<>+0(SB), Y5
 
@@ -34664,25 +34664,25 @@ scalepfloopiter52:
 	VMULPS     Y2, Y9, Y9
 	TESTL      $0x00000008, job_flags+0(AX)
 	JZ         notrn53
-	VPSRLD     $0x10, Y6, Y10
-	VPAND      Y3, Y10, Y10
+	VPAND      Y3, Y6, Y10
+	VPCMPEQD   Y3, Y10, Y10
+	VPSUBD     Y10, Y6, Y10
 	VPADDD     Y4, Y10, Y10
-	VPADDD     Y6, Y10, Y10
 	VPAND      Y5, Y10, Y6
-	VPSRLD     $0x10, Y7, Y10
-	VPAND      Y3, Y10, Y10
+	VPAND      Y3, Y7, Y10
+	VPCMPEQD   Y3, Y10, Y10
+	VPSUBD     Y10, Y7, Y10
 	VPADDD     Y4, Y10, Y10
-	VPADDD     Y7, Y10, Y10
 	VPAND      Y5, Y10, Y7
-	VPSRLD     $0x10, Y8, Y10
-	VPAND      Y3, Y10, Y10
+	VPAND      Y3, Y8, Y10
+	VPCMPEQD   Y3, Y10, Y10
+	VPSUBD     Y10, Y8, Y10
 	VPADDD     Y4, Y10, Y10
-	VPADDD     Y8, Y10, Y10
 	VPAND      Y5, Y10, Y8
-	VPSRLD     $0x10, Y9, Y10
-	VPAND      Y3, Y10, Y10
+	VPAND      Y3, Y9, Y10
+	VPCMPEQD   Y3, Y10, Y10
+	VPSUBD     Y10, Y9, Y10
 	VPADDD     Y4, Y10, Y10
-	VPADDD     Y9, Y10, Y10
 	VPAND      Y5, Y10, Y9
 
 notrn53:
@@ -34702,15 +34702,15 @@ nobias54:
 	VCMPPS    $0x03, Y7, Y6, Y10
 	VPTEST    Y10, Y10
 	JNZ       bf16nan55
-	VPSRLD    $0x10, Y6, Y10
-	VPAND     Y3, Y10, Y10
+	VPAND     Y3, Y6, Y10
+	VPCMPEQD  Y3, Y10, Y10
+	VPSUBD    Y10, Y6, Y10
 	VPADDD    Y4, Y10, Y10
-	VPADDD    Y6, Y10, Y10
 	VPSRLD    $0x10, Y10, Y10
-	VPSRLD    $0x10, Y7, Y6
-	VPAND     Y3, Y6, Y6
+	VPAND     Y3, Y7, Y6
+	VPCMPEQD  Y3, Y6, Y6
+	VPSUBD    Y6, Y7, Y6
 	VPADDD    Y4, Y6, Y6
-	VPADDD    Y7, Y6, Y6
 	VPSRLD    $0x10, Y6, Y6
 	VPACKUSDW Y6, Y10, Y10
 
@@ -34720,15 +34720,15 @@ bf16packed56:
 	VCMPPS    $0x03, Y9, Y8, Y6
 	VPTEST    Y6, Y6
 	JNZ       bf16nan57
-	VPSRLD    $0x10, Y8, Y6
-	VPAND     Y3, Y6, Y6
+	VPAND     Y3, Y8, Y6
+	VPCMPEQD  Y3, Y6, Y6
+	VPSUBD    Y6, Y8, Y6
 	VPADDD    Y4, Y6, Y6
-	VPADDD    Y8, Y6, Y6
 	VPSRLD    $0x10, Y6, Y6
-	VPSRLD    $0x10, Y9, Y7
-	VPAND     Y3, Y7, Y7
+	VPAND     Y3, Y9, Y7
+	VPCMPEQD  Y3, Y7, Y7
+	VPSUBD    Y7, Y9, Y7
 	VPADDD    Y4, Y7, Y7
-	VPADDD    Y9, Y7, Y7
 	VPSRLD    $0x10, Y7, Y7
 	VPACKUSDW Y7, Y6, Y6
 
@@ -34740,7 +34740,7 @@ bf16packed58:
 
 	PCALIGN $32
 scalepfloopoffset:
-	VMOVDQU avx2bfone<>+0(SB), Y3
+	VMOVDQU avx2bfkept<>+0(SB), Y3
 	VMOVDQU avx2bfbias<>+0(SB), Y4
 	VMOVDQU avx2bfhigh<>+0(SB), Y5
 
@@ -34763,25 +34763,25 @@ scalepfloopoffsetiter59:
 	VMULPS     Y2, Y9, Y9
 	TESTL      $0x00000008, job_flags+0(AX)
 	JZ         notrn60
-	VPSRLD     $0x10, Y6, Y10
-	VPAND      Y3, Y10, Y10
+	VPAND      Y3, Y6, Y10
+	VPCMPEQD   Y3, Y10, Y10
+	VPSUBD     Y10, Y6, Y10
 	VPADDD     Y4, Y10, Y10
-	VPADDD     Y6, Y10, Y10
 	VPAND      Y5, Y10, Y6
-	VPSRLD     $0x10, Y7, Y10
-	VPAND      Y3, Y10, Y10
+	VPAND      Y3, Y7, Y10
+	VPCMPEQD   Y3, Y10, Y10
+	VPSUBD     Y10, Y7, Y10
 	VPADDD     Y4, Y10, Y10
-	VPADDD     Y7, Y10, Y10
 	VPAND      Y5, Y10, Y7
-	VPSRLD     $0x10, Y8, Y10
-	VPAND      Y3, Y10, Y10
+	VPAND      Y3, Y8, Y10
+	VPCMPEQD   Y3, Y10, Y10
+	VPSUBD     Y10, Y8, Y10
 	VPADDD     Y4, Y10, Y10
-	VPADDD     Y8, Y10, Y10
 	VPAND      Y5, Y10, Y8
-	VPSRLD     $0x10, Y9, Y10
-	VPAND      Y3, Y10, Y10
+	VPAND      Y3, Y9, Y10
+	VPCMPEQD   Y3, Y10, Y10
+	VPSUBD     Y10, Y9, Y10
 	VPADDD     Y4, Y10, Y10
-	VPADDD     Y9, Y10, Y10
 	VPAND      Y5, Y10, Y9
 
 notrn60:
@@ -34809,15 +34809,15 @@ nobias61:
 	VCMPPS    $0x03, Y7, Y6, Y10
 	VPTEST    Y10, Y10
 	JNZ       bf16nan62
-	VPSRLD    $0x10, Y6, Y10
-	VPAND     Y3, Y10, Y10
+	VPAND     Y3, Y6, Y10
+	VPCMPEQD  Y3, Y10, Y10
+	VPSUBD    Y10, Y6, Y10
 	VPADDD    Y4, Y10, Y10
-	VPADDD    Y6, Y10, Y10
 	VPSRLD    $0x10, Y10, Y10
-	VPSRLD    $0x10, Y7, Y6
-	VPAND     Y3, Y6, Y6
+	VPAND     Y3, Y7, Y6
+	VPCMPEQD  Y3, Y6, Y6
+	VPSUBD    Y6, Y7, Y6
 	VPADDD    Y4, Y6, Y6
-	VPADDD    Y7, Y6, Y6
 	VPSRLD    $0x10, Y6, Y6
 	VPACKUSDW Y6, Y10, Y10
 
@@ -34827,15 +34827,15 @@ bf16packed63:
 	VCMPPS    $0x03, Y9, Y8, Y6
 	VPTEST    Y6, Y6
 	JNZ       bf16nan64
-	VPSRLD    $0x10, Y8, Y6
-	VPAND     Y3, Y6, Y6
+	VPAND     Y3, Y8, Y6
+	VPCMPEQD  Y3, Y6, Y6
+	VPSUBD    Y6, Y8, Y6
 	VPADDD    Y4, Y6, Y6
-	VPADDD    Y8, Y6, Y6
 	VPSRLD    $0x10, Y6, Y6
-	VPSRLD    $0x10, Y9, Y7
-	VPAND     Y3, Y7, Y7
+	VPAND     Y3, Y9, Y7
+	VPCMPEQD  Y3, Y7, Y7
+	VPSUBD    Y7, Y9, Y7
 	VPADDD    Y4, Y7, Y7
-	VPADDD    Y9, Y7, Y7
 	VPSRLD    $0x10, Y7, Y7
 	VPACKUSDW Y7, Y6, Y6
 
@@ -34847,7 +34847,7 @@ bf16packed65:
 
 	PCALIGN $32
 scalepfloopnoweight:
-	VMOVDQU avx2bfone<>+0(SB), Y3
+	VMOVDQU avx2bfkept<>+0(SB), Y3
 	VMOVDQU avx2bfbias<>+0(SB), Y4
 
 scalepfloopnoweightiter66:
@@ -34879,15 +34879,15 @@ nobias67:
 	VCMPPS    $0x03, Y6, Y5, Y9
 	VPTEST    Y9, Y9
 	JNZ       bf16nan68
-	VPSRLD    $0x10, Y5, Y9
-	VPAND     Y3, Y9, Y9
+	VPAND     Y3, Y5, Y9
+	VPCMPEQD  Y3, Y9, Y9
+	VPSUBD    Y9, Y5, Y9
 	VPADDD    Y4, Y9, Y9
-	VPADDD    Y5, Y9, Y9
 	VPSRLD    $0x10, Y9, Y9
-	VPSRLD    $0x10, Y6, Y5
-	VPAND     Y3, Y5, Y5
+	VPAND     Y3, Y6, Y5
+	VPCMPEQD  Y3, Y5, Y5
+	VPSUBD    Y5, Y6, Y5
 	VPADDD    Y4, Y5, Y5
-	VPADDD    Y6, Y5, Y5
 	VPSRLD    $0x10, Y5, Y5
 	VPACKUSDW Y5, Y9, Y9
 
@@ -34897,15 +34897,15 @@ bf16packed69:
 	VCMPPS    $0x03, Y8, Y7, Y5
 	VPTEST    Y5, Y5
 	JNZ       bf16nan70
-	VPSRLD    $0x10, Y7, Y5
-	VPAND     Y3, Y5, Y5
+	VPAND     Y3, Y7, Y5
+	VPCMPEQD  Y3, Y5, Y5
+	VPSUBD    Y5, Y7, Y5
 	VPADDD    Y4, Y5, Y5
-	VPADDD    Y7, Y5, Y5
 	VPSRLD    $0x10, Y5, Y5
-	VPSRLD    $0x10, Y8, Y6
-	VPAND     Y3, Y6, Y6
+	VPAND     Y3, Y8, Y6
+	VPCMPEQD  Y3, Y6, Y6
+	VPSUBD    Y6, Y8, Y6
 	VPADDD    Y4, Y6, Y6
-	VPADDD    Y8, Y6, Y6
 	VPSRLD    $0x10, Y6, Y6
 	VPACKUSDW Y6, Y5, Y5
 
@@ -34934,10 +34934,10 @@ scalehead:
 	VMULPS    Y2, Y3, Y3
 	TESTL     $0x00000008, job_flags+0(AX)
 	JZ        notrn72
-	VPSRLD    $0x10, Y3, Y4
-	VPAND     avx2bfone<>+0(SB), Y4, Y4
+	VPAND     avx2bfkept<>+0(SB), Y3, Y4
+	VPCMPEQD  avx2bfkept<>+0(SB), Y4, Y4
+	VPSUBD    Y4, Y3, Y4
 	VPADDD    avx2bfbias<>+0(SB), Y4, Y4
-	VPADDD    Y3, Y4, Y4
 	VPAND     avx2bfhigh<>+0(SB), Y4, Y4
 	VCMPPS    $0x03, Y3, Y3, Y3
 	VBLENDVPS Y3, avx2bfnanhigh<>+0(SB), Y4, Y3
@@ -34956,10 +34956,10 @@ noweight73:
 	VADDPS (R11)(R8*4), Y3, Y3
 
 nobias74:
-	VPSRLD       $0x10, Y3, Y4
-	VPAND        avx2bfone<>+0(SB), Y4, Y4
+	VPAND        avx2bfkept<>+0(SB), Y3, Y4
+	VPCMPEQD     avx2bfkept<>+0(SB), Y4, Y4
+	VPSUBD       Y4, Y3, Y4
 	VPADDD       avx2bfbias<>+0(SB), Y4, Y4
-	VPADDD       Y3, Y4, Y4
 	VPSRLD       $0x10, Y4, Y4
 	VCMPPS       $0x03, Y3, Y3, Y3
 	VBLENDVPS    Y3, avx2bfnanlow<>+0(SB), Y4, Y4
@@ -34982,7 +34982,7 @@ scalentgo:
 longrows75:
 	ADDQ    DX, R10
 	MOVL    job_flags+0(AX), R11
-	VMOVDQU avx2bfone<>+0(SB), Y3
+	VMOVDQU avx2bfkept<>+0(SB), Y3
 	VMOVDQU avx2bfbias<>+0(SB), Y4
 	VMOVDQU avx2bfhigh<>+0(SB), Y5
 
@@ -35005,25 +35005,25 @@ scalentloopiter76:
 	VMULPS     Y2, Y9, Y9
 	TESTL      $0x00000008, job_flags+0(AX)
 	JZ         notrn77
-	VPSRLD     $0x10, Y6, Y10
-	VPAND      Y3, Y10, Y10
+	VPAND      Y3, Y6, Y10
+	VPCMPEQD   Y3, Y10, Y10
+	VPSUBD     Y10, Y6, Y10
 	VPADDD     Y4, Y10, Y10
-	VPADDD     Y6, Y10, Y10
 	VPAND      Y5, Y10, Y6
-	VPSRLD     $0x10, Y7, Y10
-	VPAND      Y3, Y10, Y10
+	VPAND      Y3, Y7, Y10
+	VPCMPEQD   Y3, Y10, Y10
+	VPSUBD     Y10, Y7, Y10
 	VPADDD     Y4, Y10, Y10
-	VPADDD     Y7, Y10, Y10
 	VPAND      Y5, Y10, Y7
-	VPSRLD     $0x10, Y8, Y10
-	VPAND      Y3, Y10, Y10
+	VPAND      Y3, Y8, Y10
+	VPCMPEQD   Y3, Y10, Y10
+	VPSUBD     Y10, Y8, Y10
 	VPADDD     Y4, Y10, Y10
-	VPADDD     Y8, Y10, Y10
 	VPAND      Y5, Y10, Y8
-	VPSRLD     $0x10, Y9, Y10
-	VPAND      Y3, Y10, Y10
+	VPAND      Y3, Y9, Y10
+	VPCMPEQD   Y3, Y10, Y10
+	VPSUBD     Y10, Y9, Y10
 	VPADDD     Y4, Y10, Y10
-	VPADDD     Y9, Y10, Y10
 	VPAND      Y5, Y10, Y9
 
 notrn77:
@@ -35049,15 +35049,15 @@ nobias80:
 	VCMPPS    $0x03, Y7, Y6, Y10
 	VPTEST    Y10, Y10
 	JNZ       bf16nan81
-	VPSRLD    $0x10, Y6, Y10
-	VPAND     Y3, Y10, Y10
+	VPAND     Y3, Y6, Y10
+	VPCMPEQD  Y3, Y10, Y10
+	VPSUBD    Y10, Y6, Y10
 	VPADDD    Y4, Y10, Y10
-	VPADDD    Y6, Y10, Y10
 	VPSRLD    $0x10, Y10, Y10
-	VPSRLD    $0x10, Y7, Y6
-	VPAND     Y3, Y6, Y6
+	VPAND     Y3, Y7, Y6
+	VPCMPEQD  Y3, Y6, Y6
+	VPSUBD    Y6, Y7, Y6
 	VPADDD    Y4, Y6, Y6
-	VPADDD    Y7, Y6, Y6
 	VPSRLD    $0x10, Y6, Y6
 	VPACKUSDW Y6, Y10, Y10
 
@@ -35067,15 +35067,15 @@ bf16packed82:
 	VCMPPS    $0x03, Y9, Y8, Y6
 	VPTEST    Y6, Y6
 	JNZ       bf16nan83
-	VPSRLD    $0x10, Y8, Y6
-	VPAND     Y3, Y6, Y6
+	VPAND     Y3, Y8, Y6
+	VPCMPEQD  Y3, Y6, Y6
+	VPSUBD    Y6, Y8, Y6
 	VPADDD    Y4, Y6, Y6
-	VPADDD    Y8, Y6, Y6
 	VPSRLD    $0x10, Y6, Y6
-	VPSRLD    $0x10, Y9, Y7
-	VPAND     Y3, Y7, Y7
+	VPAND     Y3, Y9, Y7
+	VPCMPEQD  Y3, Y7, Y7
+	VPSUBD    Y7, Y9, Y7
 	VPADDD    Y4, Y7, Y7
-	VPADDD    Y9, Y7, Y7
 	VPSRLD    $0x10, Y7, Y7
 	VPACKUSDW Y7, Y6, Y6
 
@@ -35111,10 +35111,10 @@ scaleone:
 	VMULPS    Y2, Y3, Y3
 	TESTL     $0x00000008, job_flags+0(AX)
 	JZ        notrn85
-	VPSRLD    $0x10, Y3, Y4
-	VPAND     avx2bfone<>+0(SB), Y4, Y4
+	VPAND     avx2bfkept<>+0(SB), Y3, Y4
+	VPCMPEQD  avx2bfkept<>+0(SB), Y4, Y4
+	VPSUBD    Y4, Y3, Y4
 	VPADDD    avx2bfbias<>+0(SB), Y4, Y4
-	VPADDD    Y3, Y4, Y4
 	VPAND     avx2bfhigh<>+0(SB), Y4, Y4
 	VCMPPS    $0x03, Y3, Y3, Y3
 	VBLENDVPS Y3, avx2bfnanhigh<>+0(SB), Y4, Y3
@@ -35133,10 +35133,10 @@ noweight86:
 	VADDPS (R10)(R8*4), Y3, Y3
 
 nobias87:
-	VPSRLD       $0x10, Y3, Y4
-	VPAND        avx2bfone<>+0(SB), Y4, Y4
+	VPAND        avx2bfkept<>+0(SB), Y3, Y4
+	VPCMPEQD     avx2bfkept<>+0(SB), Y4, Y4
+	VPSUBD       Y4, Y3, Y4
 	VPADDD       avx2bfbias<>+0(SB), Y4, Y4
-	VPADDD       Y3, Y4, Y4
 	VPSRLD       $0x10, Y4, Y4
 	VCMPPS       $0x03, Y3, Y3, Y3
 	VBLENDVPS    Y3, avx2bfnanlow<>+0(SB), Y4, Y4
@@ -35243,10 +35243,10 @@ nobiascopy97:
 	VMULPS    Y3, Y2, Y3
 	TESTL     $0x00000008, job_flags+0(AX)
 	JZ        notrn102
-	VPSRLD    $0x10, Y3, Y4
-	VPAND     avx2bfone<>+0(SB), Y4, Y4
+	VPAND     avx2bfkept<>+0(SB), Y3, Y4
+	VPCMPEQD  avx2bfkept<>+0(SB), Y4, Y4
+	VPSUBD    Y4, Y3, Y4
 	VPADDD    avx2bfbias<>+0(SB), Y4, Y4
-	VPADDD    Y3, Y4, Y4
 	VPAND     avx2bfhigh<>+0(SB), Y4, Y4
 	VCMPPS    $0x03, Y3, Y3, Y3
 	VBLENDVPS Y3, avx2bfnanhigh<>+0(SB), Y4, Y3
@@ -35265,10 +35265,10 @@ noweight103:
 	VADDPS 224(SP), Y3, Y3
 
 nobias104:
-	VPSRLD       $0x10, Y3, Y4
-	VPAND        avx2bfone<>+0(SB), Y4, Y4
+	VPAND        avx2bfkept<>+0(SB), Y3, Y4
+	VPCMPEQD     avx2bfkept<>+0(SB), Y4, Y4
+	VPSUBD       Y4, Y3, Y4
 	VPADDD       avx2bfbias<>+0(SB), Y4, Y4
-	VPADDD       Y3, Y4, Y4
 	VPSRLD       $0x10, Y4, Y4
 	VCMPPS       $0x03, Y3, Y3, Y3
 	VBLENDVPS    Y3, avx2bfnanlow<>+0(SB), Y4, Y4
@@ -35450,17 +35450,17 @@ sqwhole:
 	JMP     sqsummed
 
 bf16nan34:
-	VPSRLD    $0x10, Y6, Y10
-	VPAND     avx2bfone<>+0(SB), Y10, Y10
+	VPAND     avx2bfkept<>+0(SB), Y6, Y10
+	VPCMPEQD  avx2bfkept<>+0(SB), Y10, Y10
+	VPSUBD    Y10, Y6, Y10
 	VPADDD    avx2bfbias<>+0(SB), Y10, Y10
-	VPADDD    Y6, Y10, Y10
 	VPSRLD    $0x10, Y10, Y10
 	VCMPPS    $0x03, Y6, Y6, Y6
 	VBLENDVPS Y6, avx2bfnanlow<>+0(SB), Y10, Y10
-	VPSRLD    $0x10, Y7, Y6
-	VPAND     avx2bfone<>+0(SB), Y6, Y6
+	VPAND     avx2bfkept<>+0(SB), Y7, Y6
+	VPCMPEQD  avx2bfkept<>+0(SB), Y6, Y6
+	VPSUBD    Y6, Y7, Y6
 	VPADDD    avx2bfbias<>+0(SB), Y6, Y6
-	VPADDD    Y7, Y6, Y6
 	VPSRLD    $0x10, Y6, Y6
 	VCMPPS    $0x03, Y7, Y7, Y7
 	VBLENDVPS Y7, avx2bfnanlow<>+0(SB), Y6, Y6
@@ -35468,17 +35468,17 @@ bf16nan34:
 	JMP       bf16packed35
 
 bf16nan36:
-	VPSRLD    $0x10, Y8, Y6
-	VPAND     avx2bfone<>+0(SB), Y6, Y6
+	VPAND     avx2bfkept<>+0(SB), Y8, Y6
+	VPCMPEQD  avx2bfkept<>+0(SB), Y6, Y6
+	VPSUBD    Y6, Y8, Y6
 	VPADDD    avx2bfbias<>+0(SB), Y6, Y6
-	VPADDD    Y8, Y6, Y6
 	VPSRLD    $0x10, Y6, Y6
 	VCMPPS    $0x03, Y8, Y8, Y7
 	VBLENDVPS Y7, avx2bfnanlow<>+0(SB), Y6, Y6
-	VPSRLD    $0x10, Y9, Y7
-	VPAND     avx2bfone<>+0(SB), Y7, Y7
+	VPAND     avx2bfkept<>+0(SB), Y9, Y7
+	VPCMPEQD  avx2bfkept<>+0(SB), Y7, Y7
+	VPSUBD    Y7, Y9, Y7
 	VPADDD    avx2bfbias<>+0(SB), Y7, Y7
-	VPADDD    Y9, Y7, Y7
 	VPSRLD    $0x10, Y7, Y7
 	VCMPPS    $0x03, Y9, Y9, Y8
 	VBLENDVPS Y8, avx2bfnanlow<>+0(SB), Y7, Y7
@@ -35486,17 +35486,17 @@ bf16nan36:
 	JMP       bf16packed37
 
 bf16nan41:
-	VPSRLD    $0x10, Y6, Y10
-	VPAND     avx2bfone<>+0(SB), Y10, Y10
+	VPAND     avx2bfkept<>+0(SB), Y6, Y10
+	VPCMPEQD  avx2bfkept<>+0(SB), Y10, Y10
+	VPSUBD    Y10, Y6, Y10
 	VPADDD    avx2bfbias<>+0(SB), Y10, Y10
-	VPADDD    Y6, Y10, Y10
 	VPSRLD    $0x10, Y10, Y10
 	VCMPPS    $0x03, Y6, Y6, Y6
 	VBLENDVPS Y6, avx2bfnanlow<>+0(SB), Y10, Y10
-	VPSRLD    $0x10, Y7, Y6
-	VPAND     avx2bfone<>+0(SB), Y6, Y6
+	VPAND     avx2bfkept<>+0(SB), Y7, Y6
+	VPCMPEQD  avx2bfkept<>+0(SB), Y6, Y6
+	VPSUBD    Y6, Y7, Y6
 	VPADDD    avx2bfbias<>+0(SB), Y6, Y6
-	VPADDD    Y7, Y6, Y6
 	VPSRLD    $0x10, Y6, Y6
 	VCMPPS    $0x03, Y7, Y7, Y7
 	VBLENDVPS Y7, avx2bfnanlow<>+0(SB), Y6, Y6
@@ -35504,17 +35504,17 @@ bf16nan41:
 	JMP       bf16packed42
 
 bf16nan43:
-	VPSRLD    $0x10, Y8, Y6
-	VPAND     avx2bfone<>+0(SB), Y6, Y6
+	VPAND     avx2bfkept<>+0(SB), Y8, Y6
+	VPCMPEQD  avx2bfkept<>+0(SB), Y6, Y6
+	VPSUBD    Y6, Y8, Y6
 	VPADDD    avx2bfbias<>+0(SB), Y6, Y6
-	VPADDD    Y8, Y6, Y6
 	VPSRLD    $0x10, Y6, Y6
 	VCMPPS    $0x03, Y8, Y8, Y7
 	VBLENDVPS Y7, avx2bfnanlow<>+0(SB), Y6, Y6
-	VPSRLD    $0x10, Y9, Y7
-	VPAND     avx2bfone<>+0(SB), Y7, Y7
+	VPAND     avx2bfkept<>+0(SB), Y9, Y7
+	VPCMPEQD  avx2bfkept<>+0(SB), Y7, Y7
+	VPSUBD    Y7, Y9, Y7
 	VPADDD    avx2bfbias<>+0(SB), Y7, Y7
-	VPADDD    Y9, Y7, Y7
 	VPSRLD    $0x10, Y7, Y7
 	VCMPPS    $0x03, Y9, Y9, Y8
 	VBLENDVPS Y8, avx2bfnanlow<>+0(SB), Y7, Y7
@@ -35522,17 +35522,17 @@ bf16nan43:
 	JMP       bf16packed44
 
 bf16nan47:
-	VPSRLD    $0x10, Y5, Y9
-	VPAND     avx2bfone<>+0(SB), Y9, Y9
+	VPAND     avx2bfkept<>+0(SB), Y5, Y9
+	VPCMPEQD  avx2bfkept<>+0(SB), Y9, Y9
+	VPSUBD    Y9, Y5, Y9
 	VPADDD    avx2bfbias<>+0(SB), Y9, Y9
-	VPADDD    Y5, Y9, Y9
 	VPSRLD    $0x10, Y9, Y9
 	VCMPPS    $0x03, Y5, Y5, Y5
 	VBLENDVPS Y5, avx2bfnanlow<>+0(SB), Y9, Y9
-	VPSRLD    $0x10, Y6, Y5
-	VPAND     avx2bfone<>+0(SB), Y5, Y5
+	VPAND     avx2bfkept<>+0(SB), Y6, Y5
+	VPCMPEQD  avx2bfkept<>+0(SB), Y5, Y5
+	VPSUBD    Y5, Y6, Y5
 	VPADDD    avx2bfbias<>+0(SB), Y5, Y5
-	VPADDD    Y6, Y5, Y5
 	VPSRLD    $0x10, Y5, Y5
 	VCMPPS    $0x03, Y6, Y6, Y6
 	VBLENDVPS Y6, avx2bfnanlow<>+0(SB), Y5, Y5
@@ -35540,17 +35540,17 @@ bf16nan47:
 	JMP       bf16packed48
 
 bf16nan49:
-	VPSRLD    $0x10, Y7, Y5
-	VPAND     avx2bfone<>+0(SB), Y5, Y5
+	VPAND     avx2bfkept<>+0(SB), Y7, Y5
+	VPCMPEQD  avx2bfkept<>+0(SB), Y5, Y5
+	VPSUBD    Y5, Y7, Y5
 	VPADDD    avx2bfbias<>+0(SB), Y5, Y5
-	VPADDD    Y7, Y5, Y5
 	VPSRLD    $0x10, Y5, Y5
 	VCMPPS    $0x03, Y7, Y7, Y6
 	VBLENDVPS Y6, avx2bfnanlow<>+0(SB), Y5, Y5
-	VPSRLD    $0x10, Y8, Y6
-	VPAND     avx2bfone<>+0(SB), Y6, Y6
+	VPAND     avx2bfkept<>+0(SB), Y8, Y6
+	VPCMPEQD  avx2bfkept<>+0(SB), Y6, Y6
+	VPSUBD    Y6, Y8, Y6
 	VPADDD    avx2bfbias<>+0(SB), Y6, Y6
-	VPADDD    Y8, Y6, Y6
 	VPSRLD    $0x10, Y6, Y6
 	VCMPPS    $0x03, Y8, Y8, Y7
 	VBLENDVPS Y7, avx2bfnanlow<>+0(SB), Y6, Y6
@@ -35558,17 +35558,17 @@ bf16nan49:
 	JMP       bf16packed50
 
 bf16nan55:
-	VPSRLD    $0x10, Y6, Y10
-	VPAND     avx2bfone<>+0(SB), Y10, Y10
+	VPAND     avx2bfkept<>+0(SB), Y6, Y10
+	VPCMPEQD  avx2bfkept<>+0(SB), Y10, Y10
+	VPSUBD    Y10, Y6, Y10
 	VPADDD    avx2bfbias<>+0(SB), Y10, Y10
-	VPADDD    Y6, Y10, Y10
 	VPSRLD    $0x10, Y10, Y10
 	VCMPPS    $0x03, Y6, Y6, Y6
 	VBLENDVPS Y6, avx2bfnanlow<>+0(SB), Y10, Y10
-	VPSRLD    $0x10, Y7, Y6
-	VPAND     avx2bfone<>+0(SB), Y6, Y6
+	VPAND     avx2bfkept<>+0(SB), Y7, Y6
+	VPCMPEQD  avx2bfkept<>+0(SB), Y6, Y6
+	VPSUBD    Y6, Y7, Y6
 	VPADDD    avx2bfbias<>+0(SB), Y6, Y6
-	VPADDD    Y7, Y6, Y6
 	VPSRLD    $0x10, Y6, Y6
 	VCMPPS    $0x03, Y7, Y7, Y7
 	VBLENDVPS Y7, avx2bfnanlow<>+0(SB), Y6, Y6
@@ -35576,17 +35576,17 @@ bf16nan55:
 	JMP       bf16packed56
 
 bf16nan57:
-	VPSRLD    $0x10, Y8, Y6
-	VPAND     avx2bfone<>+0(SB), Y6, Y6
+	VPAND     avx2bfkept<>+0(SB), Y8, Y6
+	VPCMPEQD  avx2bfkept<>+0(SB), Y6, Y6
+	VPSUBD    Y6, Y8, Y6
 	VPADDD    avx2bfbias<>+0(SB), Y6, Y6
-	VPADDD    Y8, Y6, Y6
 	VPSRLD    $0x10, Y6, Y6
 	VCMPPS    $0x03, Y8, Y8, Y7
 	VBLENDVPS Y7, avx2bfnanlow<>+0(SB), Y6, Y6
-	VPSRLD    $0x10, Y9, Y7
-	VPAND     avx2bfone<>+0(SB), Y7, Y7
+	VPAND     avx2bfkept<>+0(SB), Y9, Y7
+	VPCMPEQD  avx2bfkept<>+0(SB), Y7, Y7
+	VPSUBD    Y7, Y9, Y7
 	VPADDD    avx2bfbias<>+0(SB), Y7, Y7
-	VPADDD    Y9, Y7, Y7
 	VPSRLD    $0x10, Y7, Y7
 	VCMPPS    $0x03, Y9, Y9, Y8
 	VBLENDVPS Y8, avx2bfnanlow<>+0(SB), Y7, Y7
@@ -35594,17 +35594,17 @@ bf16nan57:
 	JMP       bf16packed58
 
 bf16nan62:
-	VPSRLD    $0x10, Y6, Y10
-	VPAND     avx2bfone<>+0(SB), Y10, Y10
+	VPAND     avx2bfkept<>+0(SB), Y6, Y10
+	VPCMPEQD  avx2bfkept<>+0(SB), Y10, Y10
+	VPSUBD    Y10, Y6, Y10
 	VPADDD    avx2bfbias<>+0(SB), Y10, Y10
-	VPADDD    Y6, Y10, Y10
 	VPSRLD    $0x10, Y10, Y10
 	VCMPPS    $0x03, Y6, Y6, Y6
 	VBLENDVPS Y6, avx2bfnanlow<>+0(SB), Y10, Y10
-	VPSRLD    $0x10, Y7, Y6
-	VPAND     avx2bfone<>+0(SB), Y6, Y6
+	VPAND     avx2bfkept<>+0(SB), Y7, Y6
+	VPCMPEQD  avx2bfkept<>+0(SB), Y6, Y6
+	VPSUBD    Y6, Y7, Y6
 	VPADDD    avx2bfbias<>+0(SB), Y6, Y6
-	VPADDD    Y7, Y6, Y6
 	VPSRLD    $0x10, Y6, Y6
 	VCMPPS    $0x03, Y7, Y7, Y7
 	VBLENDVPS Y7, avx2bfnanlow<>+0(SB), Y6, Y6
@@ -35612,17 +35612,17 @@ bf16nan62:
 	JMP       bf16packed63
 
 bf16nan64:
-	VPSRLD    $0x10, Y8, Y6
-	VPAND     avx2bfone<>+0(SB), Y6, Y6
+	VPAND     avx2bfkept<>+0(SB), Y8, Y6
+	VPCMPEQD  avx2bfkept<>+0(SB), Y6, Y6
+	VPSUBD    Y6, Y8, Y6
 	VPADDD    avx2bfbias<>+0(SB), Y6, Y6
-	VPADDD    Y8, Y6, Y6
 	VPSRLD    $0x10, Y6, Y6
 	VCMPPS    $0x03, Y8, Y8, Y7
 	VBLENDVPS Y7, avx2bfnanlow<>+0(SB), Y6, Y6
-	VPSRLD    $0x10, Y9, Y7
-	VPAND     avx2bfone<>+0(SB), Y7, Y7
+	VPAND     avx2bfkept<>+0(SB), Y9, Y7
+	VPCMPEQD  avx2bfkept<>+0(SB), Y7, Y7
+	VPSUBD    Y7, Y9, Y7
 	VPADDD    avx2bfbias<>+0(SB), Y7, Y7
-	VPADDD    Y9, Y7, Y7
 	VPSRLD    $0x10, Y7, Y7
 	VCMPPS    $0x03, Y9, Y9, Y8
 	VBLENDVPS Y8, avx2bfnanlow<>+0(SB), Y7, Y7
@@ -35630,17 +35630,17 @@ bf16nan64:
 	JMP       bf16packed65
 
 bf16nan68:
-	VPSRLD    $0x10, Y5, Y9
-	VPAND     avx2bfone<>+0(SB), Y9, Y9
+	VPAND     avx2bfkept<>+0(SB), Y5, Y9
+	VPCMPEQD  avx2bfkept<>+0(SB), Y9, Y9
+	VPSUBD    Y9, Y5, Y9
 	VPADDD    avx2bfbias<>+0(SB), Y9, Y9
-	VPADDD    Y5, Y9, Y9
 	VPSRLD    $0x10, Y9, Y9
 	VCMPPS    $0x03, Y5, Y5, Y5
 	VBLENDVPS Y5, avx2bfnanlow<>+0(SB), Y9, Y9
-	VPSRLD    $0x10, Y6, Y5
-	VPAND     avx2bfone<>+0(SB), Y5, Y5
+	VPAND     avx2bfkept<>+0(SB), Y6, Y5
+	VPCMPEQD  avx2bfkept<>+0(SB), Y5, Y5
+	VPSUBD    Y5, Y6, Y5
 	VPADDD    avx2bfbias<>+0(SB), Y5, Y5
-	VPADDD    Y6, Y5, Y5
 	VPSRLD    $0x10, Y5, Y5
 	VCMPPS    $0x03, Y6, Y6, Y6
 	VBLENDVPS Y6, avx2bfnanlow<>+0(SB), Y5, Y5
@@ -35648,17 +35648,17 @@ bf16nan68:
 	JMP       bf16packed69
 
 bf16nan70:
-	VPSRLD    $0x10, Y7, Y5
-	VPAND     avx2bfone<>+0(SB), Y5, Y5
+	VPAND     avx2bfkept<>+0(SB), Y7, Y5
+	VPCMPEQD  avx2bfkept<>+0(SB), Y5, Y5
+	VPSUBD    Y5, Y7, Y5
 	VPADDD    avx2bfbias<>+0(SB), Y5, Y5
-	VPADDD    Y7, Y5, Y5
 	VPSRLD    $0x10, Y5, Y5
 	VCMPPS    $0x03, Y7, Y7, Y6
 	VBLENDVPS Y6, avx2bfnanlow<>+0(SB), Y5, Y5
-	VPSRLD    $0x10, Y8, Y6
-	VPAND     avx2bfone<>+0(SB), Y6, Y6
+	VPAND     avx2bfkept<>+0(SB), Y8, Y6
+	VPCMPEQD  avx2bfkept<>+0(SB), Y6, Y6
+	VPSUBD    Y6, Y8, Y6
 	VPADDD    avx2bfbias<>+0(SB), Y6, Y6
-	VPADDD    Y8, Y6, Y6
 	VPSRLD    $0x10, Y6, Y6
 	VCMPPS    $0x03, Y8, Y8, Y7
 	VBLENDVPS Y7, avx2bfnanlow<>+0(SB), Y6, Y6
@@ -35666,17 +35666,17 @@ bf16nan70:
 	JMP       bf16packed71
 
 bf16nan81:
-	VPSRLD    $0x10, Y6, Y10
-	VPAND     avx2bfone<>+0(SB), Y10, Y10
+	VPAND     avx2bfkept<>+0(SB), Y6, Y10
+	VPCMPEQD  avx2bfkept<>+0(SB), Y10, Y10
+	VPSUBD    Y10, Y6, Y10
 	VPADDD    avx2bfbias<>+0(SB), Y10, Y10
-	VPADDD    Y6, Y10, Y10
 	VPSRLD    $0x10, Y10, Y10
 	VCMPPS    $0x03, Y6, Y6, Y6
 	VBLENDVPS Y6, avx2bfnanlow<>+0(SB), Y10, Y10
-	VPSRLD    $0x10, Y7, Y6
-	VPAND     avx2bfone<>+0(SB), Y6, Y6
+	VPAND     avx2bfkept<>+0(SB), Y7, Y6
+	VPCMPEQD  avx2bfkept<>+0(SB), Y6, Y6
+	VPSUBD    Y6, Y7, Y6
 	VPADDD    avx2bfbias<>+0(SB), Y6, Y6
-	VPADDD    Y7, Y6, Y6
 	VPSRLD    $0x10, Y6, Y6
 	VCMPPS    $0x03, Y7, Y7, Y7
 	VBLENDVPS Y7, avx2bfnanlow<>+0(SB), Y6, Y6
@@ -35684,17 +35684,17 @@ bf16nan81:
 	JMP       bf16packed82
 
 bf16nan83:
-	VPSRLD    $0x10, Y8, Y6
-	VPAND     avx2bfone<>+0(SB), Y6, Y6
+	VPAND     avx2bfkept<>+0(SB), Y8, Y6
+	VPCMPEQD  avx2bfkept<>+0(SB), Y6, Y6
+	VPSUBD    Y6, Y8, Y6
 	VPADDD    avx2bfbias<>+0(SB), Y6, Y6
-	VPADDD    Y8, Y6, Y6
 	VPSRLD    $0x10, Y6, Y6
 	VCMPPS    $0x03, Y8, Y8, Y7
 	VBLENDVPS Y7, avx2bfnanlow<>+0(SB), Y6, Y6
-	VPSRLD    $0x10, Y9, Y7
-	VPAND     avx2bfone<>+0(SB), Y7, Y7
+	VPAND     avx2bfkept<>+0(SB), Y9, Y7
+	VPCMPEQD  avx2bfkept<>+0(SB), Y7, Y7
+	VPSUBD    Y7, Y9, Y7
 	VPADDD    avx2bfbias<>+0(SB), Y7, Y7
-	VPADDD    Y9, Y7, Y7
 	VPSRLD    $0x10, Y7, Y7
 	VCMPPS    $0x03, Y9, Y9, Y8
 	VBLENDVPS Y8, avx2bfnanlow<>+0(SB), Y7, Y7
@@ -38100,7 +38100,7 @@ TEXT ·avx2NarrowBF16(SB), NOSPLIT, $64-24
 	XORQ    BX, BX
 	MOVQ    DX, SI
 	SUBQ    $0x00000020, SI
-	VMOVDQU avx2bfone<>+0(SB), Y0
+	VMOVDQU avx2bfkept<>+0(SB), Y0
 	VMOVDQU avx2bfbias<>+0(SB), Y1
 
 loop4:
@@ -38111,15 +38111,15 @@ loop4:
 	VCMPPS    $0x03, Y3, Y2, Y4
 	VPTEST    Y4, Y4
 	JNZ       bf16nan1
-	VPSRLD    $0x10, Y2, Y4
-	VPAND     Y0, Y4, Y4
+	VPAND     Y0, Y2, Y4
+	VPCMPEQD  Y0, Y4, Y4
+	VPSUBD    Y4, Y2, Y4
 	VPADDD    Y1, Y4, Y4
-	VPADDD    Y2, Y4, Y4
 	VPSRLD    $0x10, Y4, Y4
-	VPSRLD    $0x10, Y3, Y2
-	VPAND     Y0, Y2, Y2
+	VPAND     Y0, Y3, Y2
+	VPCMPEQD  Y0, Y2, Y2
+	VPSUBD    Y2, Y3, Y2
 	VPADDD    Y1, Y2, Y2
-	VPADDD    Y3, Y2, Y2
 	VPSRLD    $0x10, Y2, Y2
 	VPACKUSDW Y2, Y4, Y4
 
@@ -38131,15 +38131,15 @@ bf16packed2:
 	VCMPPS    $0x03, Y3, Y2, Y4
 	VPTEST    Y4, Y4
 	JNZ       bf16nan3
-	VPSRLD    $0x10, Y2, Y4
-	VPAND     Y0, Y4, Y4
+	VPAND     Y0, Y2, Y4
+	VPCMPEQD  Y0, Y4, Y4
+	VPSUBD    Y4, Y2, Y4
 	VPADDD    Y1, Y4, Y4
-	VPADDD    Y2, Y4, Y4
 	VPSRLD    $0x10, Y4, Y4
-	VPSRLD    $0x10, Y3, Y2
-	VPAND     Y0, Y2, Y2
+	VPAND     Y0, Y3, Y2
+	VPCMPEQD  Y0, Y2, Y2
+	VPSUBD    Y2, Y3, Y2
 	VPADDD    Y1, Y2, Y2
-	VPADDD    Y3, Y2, Y2
 	VPSRLD    $0x10, Y2, Y2
 	VPACKUSDW Y2, Y4, Y4
 
@@ -38156,10 +38156,10 @@ loop1:
 	CMPQ         BX, SI
 	JG           part
 	VMOVUPS      (CX)(BX*4), Y0
-	VPSRLD       $0x10, Y0, Y1
-	VPAND        avx2bfone<>+0(SB), Y1, Y1
+	VPAND        avx2bfkept<>+0(SB), Y0, Y1
+	VPCMPEQD     avx2bfkept<>+0(SB), Y1, Y1
+	VPSUBD       Y1, Y0, Y1
 	VPADDD       avx2bfbias<>+0(SB), Y1, Y1
-	VPADDD       Y0, Y1, Y1
 	VPSRLD       $0x10, Y1, Y1
 	VCMPPS       $0x03, Y0, Y0, Y0
 	VBLENDVPS    Y0, avx2bfnanlow<>+0(SB), Y1, Y1
@@ -38199,10 +38199,10 @@ copyloop8:
 
 copied7:
 	VMOVUPS      (SP), Y0
-	VPSRLD       $0x10, Y0, Y1
-	VPAND        avx2bfone<>+0(SB), Y1, Y1
+	VPAND        avx2bfkept<>+0(SB), Y0, Y1
+	VPCMPEQD     avx2bfkept<>+0(SB), Y1, Y1
+	VPSUBD       Y1, Y0, Y1
 	VPADDD       avx2bfbias<>+0(SB), Y1, Y1
-	VPADDD       Y0, Y1, Y1
 	VPSRLD       $0x10, Y1, Y1
 	VCMPPS       $0x03, Y0, Y0, Y0
 	VBLENDVPS    Y0, avx2bfnanlow<>+0(SB), Y1, Y1
@@ -38239,17 +38239,17 @@ done:
 	RET
 
 bf16nan1:
-	VPSRLD    $0x10, Y2, Y4
-	VPAND     avx2bfone<>+0(SB), Y4, Y4
+	VPAND     avx2bfkept<>+0(SB), Y2, Y4
+	VPCMPEQD  avx2bfkept<>+0(SB), Y4, Y4
+	VPSUBD    Y4, Y2, Y4
 	VPADDD    avx2bfbias<>+0(SB), Y4, Y4
-	VPADDD    Y2, Y4, Y4
 	VPSRLD    $0x10, Y4, Y4
 	VCMPPS    $0x03, Y2, Y2, Y2
 	VBLENDVPS Y2, avx2bfnanlow<>+0(SB), Y4, Y4
-	VPSRLD    $0x10, Y3, Y2
-	VPAND     avx2bfone<>+0(SB), Y2, Y2
+	VPAND     avx2bfkept<>+0(SB), Y3, Y2
+	VPCMPEQD  avx2bfkept<>+0(SB), Y2, Y2
+	VPSUBD    Y2, Y3, Y2
 	VPADDD    avx2bfbias<>+0(SB), Y2, Y2
-	VPADDD    Y3, Y2, Y2
 	VPSRLD    $0x10, Y2, Y2
 	VCMPPS    $0x03, Y3, Y3, Y3
 	VBLENDVPS Y3, avx2bfnanlow<>+0(SB), Y2, Y2
@@ -38257,17 +38257,17 @@ bf16nan1:
 	JMP       bf16packed2
 
 bf16nan3:
-	VPSRLD    $0x10, Y2, Y4
-	VPAND     avx2bfone<>+0(SB), Y4, Y4
+	VPAND     avx2bfkept<>+0(SB), Y2, Y4
+	VPCMPEQD  avx2bfkept<>+0(SB), Y4, Y4
+	VPSUBD    Y4, Y2, Y4
 	VPADDD    avx2bfbias<>+0(SB), Y4, Y4
-	VPADDD    Y2, Y4, Y4
 	VPSRLD    $0x10, Y4, Y4
 	VCMPPS    $0x03, Y2, Y2, Y2
 	VBLENDVPS Y2, avx2bfnanlow<>+0(SB), Y4, Y4
-	VPSRLD    $0x10, Y3, Y2
-	VPAND     avx2bfone<>+0(SB), Y2, Y2
+	VPAND     avx2bfkept<>+0(SB), Y3, Y2
+	VPCMPEQD  avx2bfkept<>+0(SB), Y2, Y2
+	VPSUBD    Y2, Y3, Y2
 	VPADDD    avx2bfbias<>+0(SB), Y2, Y2
-	VPADDD    Y3, Y2, Y2
 	VPSRLD    $0x10, Y2, Y2
 	VCMPPS    $0x03, Y3, Y3, Y3
 	VBLENDVPS Y3, avx2bfnanlow<>+0(SB), Y2, Y2

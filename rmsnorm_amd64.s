@@ -410,6 +410,72 @@ DATA iota64<>+248(SB)/4, $0x0000003e
 DATA iota64<>+252(SB)/4, $0x0000003f
 GLOBL iota64<>(SB), RODATA|NOPTR, $256
 
+DATA iota64unpacked<>+0(SB)/4, $0x00000000
+DATA iota64unpacked<>+4(SB)/4, $0x00000001
+DATA iota64unpacked<>+8(SB)/4, $0x00000002
+DATA iota64unpacked<>+12(SB)/4, $0x00000003
+DATA iota64unpacked<>+16(SB)/4, $0x00000008
+DATA iota64unpacked<>+20(SB)/4, $0x00000009
+DATA iota64unpacked<>+24(SB)/4, $0x0000000a
+DATA iota64unpacked<>+28(SB)/4, $0x0000000b
+DATA iota64unpacked<>+32(SB)/4, $0x00000004
+DATA iota64unpacked<>+36(SB)/4, $0x00000005
+DATA iota64unpacked<>+40(SB)/4, $0x00000006
+DATA iota64unpacked<>+44(SB)/4, $0x00000007
+DATA iota64unpacked<>+48(SB)/4, $0x0000000c
+DATA iota64unpacked<>+52(SB)/4, $0x0000000d
+DATA iota64unpacked<>+56(SB)/4, $0x0000000e
+DATA iota64unpacked<>+60(SB)/4, $0x0000000f
+DATA iota64unpacked<>+64(SB)/4, $0x00000010
+DATA iota64unpacked<>+68(SB)/4, $0x00000011
+DATA iota64unpacked<>+72(SB)/4, $0x00000012
+DATA iota64unpacked<>+76(SB)/4, $0x00000013
+DATA iota64unpacked<>+80(SB)/4, $0x00000018
+DATA iota64unpacked<>+84(SB)/4, $0x00000019
+DATA iota64unpacked<>+88(SB)/4, $0x0000001a
+DATA iota64unpacked<>+92(SB)/4, $0x0000001b
+DATA iota64unpacked<>+96(SB)/4, $0x00000014
+DATA iota64unpacked<>+100(SB)/4, $0x00000015
+DATA iota64unpacked<>+104(SB)/4, $0x00000016
+DATA iota64unpacked<>+108(SB)/4, $0x00000017
+DATA iota64unpacked<>+112(SB)/4, $0x0000001c
+DATA iota64unpacked<>+116(SB)/4, $0x0000001d
+DATA iota64unpacked<>+120(SB)/4, $0x0000001e
+DATA iota64unpacked<>+124(SB)/4, $0x0000001f
+DATA iota64unpacked<>+128(SB)/4, $0x00000020
+DATA iota64unpacked<>+132(SB)/4, $0x00000021
+DATA iota64unpacked<>+136(SB)/4, $0x00000022
+DATA iota64unpacked<>+140(SB)/4, $0x00000023
+DATA iota64unpacked<>+144(SB)/4, $0x00000028
+DATA iota64unpacked<>+148(SB)/4, $0x00000029
+DATA iota64unpacked<>+152(SB)/4, $0x0000002a
+DATA iota64unpacked<>+156(SB)/4, $0x0000002b
+DATA iota64unpacked<>+160(SB)/4, $0x00000024
+DATA iota64unpacked<>+164(SB)/4, $0x00000025
+DATA iota64unpacked<>+168(SB)/4, $0x00000026
+DATA iota64unpacked<>+172(SB)/4, $0x00000027
+DATA iota64unpacked<>+176(SB)/4, $0x0000002c
+DATA iota64unpacked<>+180(SB)/4, $0x0000002d
+DATA iota64unpacked<>+184(SB)/4, $0x0000002e
+DATA iota64unpacked<>+188(SB)/4, $0x0000002f
+DATA iota64unpacked<>+192(SB)/4, $0x00000030
+DATA iota64unpacked<>+196(SB)/4, $0x00000031
+DATA iota64unpacked<>+200(SB)/4, $0x00000032
+DATA iota64unpacked<>+204(SB)/4, $0x00000033
+DATA iota64unpacked<>+208(SB)/4, $0x00000038
+DATA iota64unpacked<>+212(SB)/4, $0x00000039
+DATA iota64unpacked<>+216(SB)/4, $0x0000003a
+DATA iota64unpacked<>+220(SB)/4, $0x0000003b
+DATA iota64unpacked<>+224(SB)/4, $0x00000034
+DATA iota64unpacked<>+228(SB)/4, $0x00000035
+DATA iota64unpacked<>+232(SB)/4, $0x00000036
+DATA iota64unpacked<>+236(SB)/4, $0x00000037
+DATA iota64unpacked<>+240(SB)/4, $0x0000003c
+DATA iota64unpacked<>+244(SB)/4, $0x0000003d
+DATA iota64unpacked<>+248(SB)/4, $0x0000003e
+DATA iota64unpacked<>+252(SB)/4, $0x0000003f
+GLOBL iota64unpacked<>(SB), RODATA|NOPTR, $256
+
 DATA abs8<>+0(SB)/4, $0x7fffffff
 DATA abs8<>+4(SB)/4, $0x7fffffff
 DATA abs8<>+8(SB)/4, $0x7fffffff
@@ -21079,25 +21145,17 @@ slotsummed:
 	MOVQ 456(SP), R8
 
 summed:
-	// The partials back in order: 16c..16c+7 in acc[2c], 16c+8..16c+15 in acc[2c+1].
-	VEXTRACTF128 $0x01, Y0, X8
+	VADDPS Y4, Y0, Y0
+	VADDPS Y5, Y1, Y1
+	VADDPS Y6, Y2, Y2
+	VADDPS Y7, Y3, Y3
+	VADDPS Y2, Y0, Y0
+	VADDPS Y3, Y1, Y1
+
+	// The partials back in order: 0..7 in acc[0], 8..15 in acc[1].
+	VEXTRACTF128 $0x01, Y0, X2
 	VINSERTF128  $0x01, X1, Y0, Y0
-	VINSERTF128  $0x00, X8, Y1, Y1
-	VEXTRACTF128 $0x01, Y2, X8
-	VINSERTF128  $0x01, X3, Y2, Y2
-	VINSERTF128  $0x00, X8, Y3, Y3
-	VEXTRACTF128 $0x01, Y4, X8
-	VINSERTF128  $0x01, X5, Y4, Y4
-	VINSERTF128  $0x00, X8, Y5, Y5
-	VEXTRACTF128 $0x01, Y6, X8
-	VINSERTF128  $0x01, X7, Y6, Y6
-	VINSERTF128  $0x00, X8, Y7, Y7
-	VADDPS       Y4, Y0, Y0
-	VADDPS       Y5, Y1, Y1
-	VADDPS       Y6, Y2, Y2
-	VADDPS       Y7, Y3, Y3
-	VADDPS       Y2, Y0, Y0
-	VADDPS       Y3, Y1, Y1
+	VINSERTF128  $0x00, X2, Y1, Y1
 	VADDPS       Y1, Y0, Y0
 	CMPQ         424(SP), $0x01
 	JE           invone
@@ -21491,25 +21549,17 @@ copyloop18:
 
 copied17:
 addsummed:
-	// The partials back in order: 16c..16c+7 in acc[2c], 16c+8..16c+15 in acc[2c+1].
-	VEXTRACTF128 $0x01, Y0, X8
+	VADDPS Y4, Y0, Y0
+	VADDPS Y5, Y1, Y1
+	VADDPS Y6, Y2, Y2
+	VADDPS Y7, Y3, Y3
+	VADDPS Y2, Y0, Y0
+	VADDPS Y3, Y1, Y1
+
+	// The partials back in order: 0..7 in acc[0], 8..15 in acc[1].
+	VEXTRACTF128 $0x01, Y0, X2
 	VINSERTF128  $0x01, X1, Y0, Y0
-	VINSERTF128  $0x00, X8, Y1, Y1
-	VEXTRACTF128 $0x01, Y2, X8
-	VINSERTF128  $0x01, X3, Y2, Y2
-	VINSERTF128  $0x00, X8, Y3, Y3
-	VEXTRACTF128 $0x01, Y4, X8
-	VINSERTF128  $0x01, X5, Y4, Y4
-	VINSERTF128  $0x00, X8, Y5, Y5
-	VEXTRACTF128 $0x01, Y6, X8
-	VINSERTF128  $0x01, X7, Y6, Y6
-	VINSERTF128  $0x00, X8, Y7, Y7
-	VADDPS       Y4, Y0, Y0
-	VADDPS       Y5, Y1, Y1
-	VADDPS       Y6, Y2, Y2
-	VADDPS       Y7, Y3, Y3
-	VADDPS       Y2, Y0, Y0
-	VADDPS       Y3, Y1, Y1
+	VINSERTF128  $0x00, X2, Y1, Y1
 	VADDPS       Y1, Y0, Y0
 
 invone:
@@ -29213,6 +29263,7 @@ sum:
 
 meanrow:
 	// Sum of the elements: element i goes to partial i%64.
+	VPXOR  Y9, Y9, Y9
 	MOVQ   job_d+0(AX), R11
 	SUBQ   $0x00000040, R11
 	JGE    firstblock
@@ -29229,32 +29280,24 @@ meanrow:
 
 firstblock:
 	// +0 + square is the square itself: the first block initializes the partials.
-	XORQ      R10, R10
-	VPMOVZXWD (R8)(R10*2), Y0
-	VPSLLD    $0x10, Y0, Y0
-	VADDPS    zero64<>+0(SB), Y0, Y0
-	VPMOVZXWD 16(R8)(R10*2), Y2
-	VPSLLD    $0x10, Y2, Y2
-	VADDPS    zero64<>+0(SB), Y2, Y2
-	VPMOVZXWD 32(R8)(R10*2), Y3
-	VPSLLD    $0x10, Y3, Y3
-	VADDPS    zero64<>+0(SB), Y3, Y3
-	VPMOVZXWD 48(R8)(R10*2), Y4
-	VPSLLD    $0x10, Y4, Y4
-	VADDPS    zero64<>+0(SB), Y4, Y4
-	VPMOVZXWD 64(R8)(R10*2), Y5
-	VPSLLD    $0x10, Y5, Y5
-	VADDPS    zero64<>+0(SB), Y5, Y5
-	VPMOVZXWD 80(R8)(R10*2), Y6
-	VPSLLD    $0x10, Y6, Y6
-	VADDPS    zero64<>+0(SB), Y6, Y6
-	VPMOVZXWD 96(R8)(R10*2), Y7
-	VPSLLD    $0x10, Y7, Y7
-	VADDPS    zero64<>+0(SB), Y7, Y7
-	VPMOVZXWD 112(R8)(R10*2), Y8
-	VPSLLD    $0x10, Y8, Y8
-	VADDPS    zero64<>+0(SB), Y8, Y8
-	MOVQ      $0x00000040, R10
+	XORQ       R10, R10
+	VPUNPCKLWD (R8)(R10*2), Y9, Y0
+	VADDPS     zero64<>+0(SB), Y0, Y0
+	VPUNPCKHWD (R8)(R10*2), Y9, Y2
+	VADDPS     zero64<>+0(SB), Y2, Y2
+	VPUNPCKLWD 32(R8)(R10*2), Y9, Y3
+	VADDPS     zero64<>+0(SB), Y3, Y3
+	VPUNPCKHWD 32(R8)(R10*2), Y9, Y4
+	VADDPS     zero64<>+0(SB), Y4, Y4
+	VPUNPCKLWD 64(R8)(R10*2), Y9, Y5
+	VADDPS     zero64<>+0(SB), Y5, Y5
+	VPUNPCKHWD 64(R8)(R10*2), Y9, Y6
+	VADDPS     zero64<>+0(SB), Y6, Y6
+	VPUNPCKLWD 96(R8)(R10*2), Y9, Y7
+	VADDPS     zero64<>+0(SB), Y7, Y7
+	VPUNPCKHWD 96(R8)(R10*2), Y9, Y8
+	VADDPS     zero64<>+0(SB), Y8, Y8
+	MOVQ       $0x00000040, R10
 
 	// With flagPF, the rows ahead are prefetched: one loop for both, the flag tested per block.
 	MOVQ DI, R12
@@ -29275,32 +29318,24 @@ sumloop:
 	JNZ   sumpf
 
 sumblock:
-	VPMOVZXWD (R8)(R10*2), Y9
-	VPSLLD    $0x10, Y9, Y9
-	VADDPS    Y9, Y0, Y0
-	VPMOVZXWD 16(R8)(R10*2), Y9
-	VPSLLD    $0x10, Y9, Y9
-	VADDPS    Y9, Y2, Y2
-	VPMOVZXWD 32(R8)(R10*2), Y9
-	VPSLLD    $0x10, Y9, Y9
-	VADDPS    Y9, Y3, Y3
-	VPMOVZXWD 48(R8)(R10*2), Y9
-	VPSLLD    $0x10, Y9, Y9
-	VADDPS    Y9, Y4, Y4
-	VPMOVZXWD 64(R8)(R10*2), Y9
-	VPSLLD    $0x10, Y9, Y9
-	VADDPS    Y9, Y5, Y5
-	VPMOVZXWD 80(R8)(R10*2), Y9
-	VPSLLD    $0x10, Y9, Y9
-	VADDPS    Y9, Y6, Y6
-	VPMOVZXWD 96(R8)(R10*2), Y9
-	VPSLLD    $0x10, Y9, Y9
-	VADDPS    Y9, Y7, Y7
-	VPMOVZXWD 112(R8)(R10*2), Y9
-	VPSLLD    $0x10, Y9, Y9
-	VADDPS    Y9, Y8, Y8
-	ADDQ      $0x00000040, R10
-	JMP       sumloop
+	VPUNPCKLWD (R8)(R10*2), Y9, Y10
+	VADDPS     Y10, Y0, Y0
+	VPUNPCKHWD (R8)(R10*2), Y9, Y10
+	VADDPS     Y10, Y2, Y2
+	VPUNPCKLWD 32(R8)(R10*2), Y9, Y10
+	VADDPS     Y10, Y3, Y3
+	VPUNPCKHWD 32(R8)(R10*2), Y9, Y10
+	VADDPS     Y10, Y4, Y4
+	VPUNPCKLWD 64(R8)(R10*2), Y9, Y10
+	VADDPS     Y10, Y5, Y5
+	VPUNPCKHWD 64(R8)(R10*2), Y9, Y10
+	VADDPS     Y10, Y6, Y6
+	VPUNPCKLWD 96(R8)(R10*2), Y9, Y10
+	VADDPS     Y10, Y7, Y7
+	VPUNPCKHWD 96(R8)(R10*2), Y9, Y10
+	VADDPS     Y10, Y8, Y8
+	ADDQ       $0x00000040, R10
+	JMP        sumloop
 
 	// Out of the loop's way: the prefetches, whose flag is usually clear.
 sumpf:
@@ -29314,16 +29349,16 @@ sumtail:
 	SUBQ    R10, R11
 	JZ      summed
 	JL      slotsummed
-	TESTQ   $0x00000007, R11
+	TESTQ   $0x0000000f, R11
 	JZ      whole
 	MOVQ    R11, 456(SP)
 	LEAQ    (R8)(R10*2), R11
 	LEAQ    128(SP), R12
-	VXORPS  Y9, Y9, Y9
-	VMOVUPS Y9, (R12)
-	VMOVUPS Y9, 32(R12)
-	VMOVUPS Y9, 64(R12)
-	VMOVUPS Y9, 96(R12)
+	VXORPS  Y10, Y10, Y10
+	VMOVUPS Y10, (R12)
+	VMOVUPS Y10, 32(R12)
+	VMOVUPS Y10, 64(R12)
+	VMOVUPS Y10, 96(R12)
 	MOVQ    456(SP), R14
 	XORQ    R13, R13
 	SUBQ    $0x00000010, R14
@@ -29331,8 +29366,8 @@ sumtail:
 copyvec2:
 	CMPQ    R13, R14
 	JG      copyone3
-	VMOVUPS (R11)(R13*2), Y9
-	VMOVUPS Y9, (R12)(R13*2)
+	VMOVUPS (R11)(R13*2), Y10
+	VMOVUPS Y10, (R12)(R13*2)
 	ADDQ    $0x00000010, R13
 	JMP     copyvec2
 
@@ -29362,20 +29397,25 @@ slotsummed:
 	MOVQ 472(SP), R8
 
 summed:
-	VADDPS  Y5, Y0, Y0
-	VADDPS  Y6, Y2, Y2
-	VADDPS  Y7, Y3, Y3
-	VADDPS  Y8, Y4, Y4
-	VADDPS  Y3, Y0, Y0
-	VADDPS  Y4, Y2, Y2
-	VADDPS  Y2, Y0, Y0
-	CMPQ    440(SP), $0x01
-	JE      mean
-	VMOVUPS Y0, (SP)(R9*1)
-	ADDQ    DI, R8
-	ADDQ    $0x00000020, R9
-	CMPQ    R9, $0x00000080
-	JB      meanrow
+	VADDPS Y5, Y0, Y0
+	VADDPS Y6, Y2, Y2
+	VADDPS Y7, Y3, Y3
+	VADDPS Y8, Y4, Y4
+	VADDPS Y3, Y0, Y0
+	VADDPS Y4, Y2, Y2
+
+	// The partials back in order: 0..7 in acc[0], 8..15 in acc[1].
+	VEXTRACTF128 $0x01, Y0, X3
+	VINSERTF128  $0x01, X2, Y0, Y0
+	VINSERTF128  $0x00, X3, Y2, Y2
+	VADDPS       Y2, Y0, Y0
+	CMPQ         440(SP), $0x01
+	JE           mean
+	VMOVUPS      Y0, (SP)(R9*1)
+	ADDQ         DI, R8
+	ADDQ         $0x00000020, R9
+	CMPQ         R9, $0x00000080
+	JB           meanrow
 
 	// The rest of the halving tree for the group's sums, and their means.
 	VMOVUPS      (SP), Y0
@@ -29413,6 +29453,7 @@ addsum:
 	MOVQ DX, R9
 
 	// Sum of the elements: element i goes to partial i%64.
+	VPXOR  Y1, Y1, Y1
 	MOVQ   job_d+0(AX), R11
 	SUBQ   $0x00000040, R11
 	JGE    addfirstblock
@@ -29429,144 +29470,112 @@ addsum:
 
 addfirstblock:
 	// +0 + square is the square itself: the first block initializes the partials.
-	XORQ         R10, R10
-	VPMOVZXWD    (R8)(R10*2), Y0
-	VPSLLD       $0x10, Y0, Y0
-	VPMOVZXWD    (R9)(R10*2), Y1
-	VPSLLD       $0x10, Y1, Y1
-	VADDPS       Y1, Y0, Y0
-	VPAND        avx2bfkept<>+0(SB), Y0, Y1
-	VPCMPEQD     avx2bfkept<>+0(SB), Y1, Y1
-	VPSUBD       Y1, Y0, Y1
-	VPADDD       avx2bfbias<>+0(SB), Y1, Y1
-	VPAND        avx2bfhigh<>+0(SB), Y1, Y1
-	VCMPPS       $0x03, Y0, Y0, Y0
-	VBLENDVPS    Y0, avx2bfnanhigh<>+0(SB), Y1, Y1
-	VPSRLD       $0x10, Y1, Y0
-	VEXTRACTI128 $0x01, Y0, X2
-	VPACKUSDW    X2, X0, X2
-	VMOVDQU      X2, (R9)(R10*2)
-	VADDPS       zero64<>+0(SB), Y1, Y0
-	VPMOVZXWD    16(R8)(R10*2), Y1
-	VPSLLD       $0x10, Y1, Y1
-	VPMOVZXWD    16(R9)(R10*2), Y2
-	VPSLLD       $0x10, Y2, Y2
-	VADDPS       Y2, Y1, Y1
-	VPAND        avx2bfkept<>+0(SB), Y1, Y2
-	VPCMPEQD     avx2bfkept<>+0(SB), Y2, Y2
-	VPSUBD       Y2, Y1, Y2
-	VPADDD       avx2bfbias<>+0(SB), Y2, Y2
-	VPAND        avx2bfhigh<>+0(SB), Y2, Y2
-	VCMPPS       $0x03, Y1, Y1, Y1
-	VBLENDVPS    Y1, avx2bfnanhigh<>+0(SB), Y2, Y2
-	VPSRLD       $0x10, Y2, Y1
-	VEXTRACTI128 $0x01, Y1, X3
-	VPACKUSDW    X3, X1, X3
-	VMOVDQU      X3, 16(R9)(R10*2)
-	VADDPS       zero64<>+0(SB), Y2, Y2
-	VPMOVZXWD    32(R8)(R10*2), Y1
-	VPSLLD       $0x10, Y1, Y1
-	VPMOVZXWD    32(R9)(R10*2), Y3
-	VPSLLD       $0x10, Y3, Y3
-	VADDPS       Y3, Y1, Y1
-	VPAND        avx2bfkept<>+0(SB), Y1, Y3
-	VPCMPEQD     avx2bfkept<>+0(SB), Y3, Y3
-	VPSUBD       Y3, Y1, Y3
-	VPADDD       avx2bfbias<>+0(SB), Y3, Y3
-	VPAND        avx2bfhigh<>+0(SB), Y3, Y3
-	VCMPPS       $0x03, Y1, Y1, Y1
-	VBLENDVPS    Y1, avx2bfnanhigh<>+0(SB), Y3, Y3
-	VPSRLD       $0x10, Y3, Y1
-	VEXTRACTI128 $0x01, Y1, X4
-	VPACKUSDW    X4, X1, X4
-	VMOVDQU      X4, 32(R9)(R10*2)
-	VADDPS       zero64<>+0(SB), Y3, Y3
-	VPMOVZXWD    48(R8)(R10*2), Y1
-	VPSLLD       $0x10, Y1, Y1
-	VPMOVZXWD    48(R9)(R10*2), Y4
-	VPSLLD       $0x10, Y4, Y4
-	VADDPS       Y4, Y1, Y1
-	VPAND        avx2bfkept<>+0(SB), Y1, Y4
-	VPCMPEQD     avx2bfkept<>+0(SB), Y4, Y4
-	VPSUBD       Y4, Y1, Y4
-	VPADDD       avx2bfbias<>+0(SB), Y4, Y4
-	VPAND        avx2bfhigh<>+0(SB), Y4, Y4
-	VCMPPS       $0x03, Y1, Y1, Y1
-	VBLENDVPS    Y1, avx2bfnanhigh<>+0(SB), Y4, Y4
-	VPSRLD       $0x10, Y4, Y1
-	VEXTRACTI128 $0x01, Y1, X5
-	VPACKUSDW    X5, X1, X5
-	VMOVDQU      X5, 48(R9)(R10*2)
-	VADDPS       zero64<>+0(SB), Y4, Y4
-	VPMOVZXWD    64(R8)(R10*2), Y1
-	VPSLLD       $0x10, Y1, Y1
-	VPMOVZXWD    64(R9)(R10*2), Y5
-	VPSLLD       $0x10, Y5, Y5
-	VADDPS       Y5, Y1, Y1
-	VPAND        avx2bfkept<>+0(SB), Y1, Y5
-	VPCMPEQD     avx2bfkept<>+0(SB), Y5, Y5
-	VPSUBD       Y5, Y1, Y5
-	VPADDD       avx2bfbias<>+0(SB), Y5, Y5
-	VPAND        avx2bfhigh<>+0(SB), Y5, Y5
-	VCMPPS       $0x03, Y1, Y1, Y1
-	VBLENDVPS    Y1, avx2bfnanhigh<>+0(SB), Y5, Y5
-	VPSRLD       $0x10, Y5, Y1
-	VEXTRACTI128 $0x01, Y1, X6
-	VPACKUSDW    X6, X1, X6
-	VMOVDQU      X6, 64(R9)(R10*2)
-	VADDPS       zero64<>+0(SB), Y5, Y5
-	VPMOVZXWD    80(R8)(R10*2), Y1
-	VPSLLD       $0x10, Y1, Y1
-	VPMOVZXWD    80(R9)(R10*2), Y6
-	VPSLLD       $0x10, Y6, Y6
-	VADDPS       Y6, Y1, Y1
-	VPAND        avx2bfkept<>+0(SB), Y1, Y6
-	VPCMPEQD     avx2bfkept<>+0(SB), Y6, Y6
-	VPSUBD       Y6, Y1, Y6
-	VPADDD       avx2bfbias<>+0(SB), Y6, Y6
-	VPAND        avx2bfhigh<>+0(SB), Y6, Y6
-	VCMPPS       $0x03, Y1, Y1, Y1
-	VBLENDVPS    Y1, avx2bfnanhigh<>+0(SB), Y6, Y6
-	VPSRLD       $0x10, Y6, Y1
-	VEXTRACTI128 $0x01, Y1, X7
-	VPACKUSDW    X7, X1, X7
-	VMOVDQU      X7, 80(R9)(R10*2)
-	VADDPS       zero64<>+0(SB), Y6, Y6
-	VPMOVZXWD    96(R8)(R10*2), Y1
-	VPSLLD       $0x10, Y1, Y1
-	VPMOVZXWD    96(R9)(R10*2), Y7
-	VPSLLD       $0x10, Y7, Y7
-	VADDPS       Y7, Y1, Y1
-	VPAND        avx2bfkept<>+0(SB), Y1, Y7
-	VPCMPEQD     avx2bfkept<>+0(SB), Y7, Y7
-	VPSUBD       Y7, Y1, Y7
-	VPADDD       avx2bfbias<>+0(SB), Y7, Y7
-	VPAND        avx2bfhigh<>+0(SB), Y7, Y7
-	VCMPPS       $0x03, Y1, Y1, Y1
-	VBLENDVPS    Y1, avx2bfnanhigh<>+0(SB), Y7, Y7
-	VPSRLD       $0x10, Y7, Y1
-	VEXTRACTI128 $0x01, Y1, X8
-	VPACKUSDW    X8, X1, X8
-	VMOVDQU      X8, 96(R9)(R10*2)
-	VADDPS       zero64<>+0(SB), Y7, Y7
-	VPMOVZXWD    112(R8)(R10*2), Y1
-	VPSLLD       $0x10, Y1, Y1
-	VPMOVZXWD    112(R9)(R10*2), Y8
-	VPSLLD       $0x10, Y8, Y8
-	VADDPS       Y8, Y1, Y1
-	VPAND        avx2bfkept<>+0(SB), Y1, Y8
-	VPCMPEQD     avx2bfkept<>+0(SB), Y8, Y8
-	VPSUBD       Y8, Y1, Y8
-	VPADDD       avx2bfbias<>+0(SB), Y8, Y8
-	VPAND        avx2bfhigh<>+0(SB), Y8, Y8
-	VCMPPS       $0x03, Y1, Y1, Y1
-	VBLENDVPS    Y1, avx2bfnanhigh<>+0(SB), Y8, Y8
-	VPSRLD       $0x10, Y8, Y1
-	VEXTRACTI128 $0x01, Y1, X9
-	VPACKUSDW    X9, X1, X9
-	VMOVDQU      X9, 112(R9)(R10*2)
-	VADDPS       zero64<>+0(SB), Y8, Y8
-	MOVQ         $0x00000040, R10
+	XORQ       R10, R10
+	VPUNPCKLWD (R8)(R10*2), Y1, Y0
+	VPUNPCKLWD (R9)(R10*2), Y1, Y2
+	VADDPS     Y2, Y0, Y0
+	VPAND      avx2bfkept<>+0(SB), Y0, Y3
+	VPCMPEQD   avx2bfkept<>+0(SB), Y3, Y3
+	VPSUBD     Y3, Y0, Y3
+	VPADDD     avx2bfbias<>+0(SB), Y3, Y3
+	VPAND      avx2bfhigh<>+0(SB), Y3, Y3
+	VCMPPS     $0x03, Y0, Y0, Y0
+	VBLENDVPS  Y0, avx2bfnanhigh<>+0(SB), Y3, Y3
+	VPUNPCKHWD (R8)(R10*2), Y1, Y0
+	VPUNPCKHWD (R9)(R10*2), Y1, Y2
+	VADDPS     Y2, Y0, Y0
+	VPAND      avx2bfkept<>+0(SB), Y0, Y2
+	VPCMPEQD   avx2bfkept<>+0(SB), Y2, Y2
+	VPSUBD     Y2, Y0, Y2
+	VPADDD     avx2bfbias<>+0(SB), Y2, Y2
+	VPAND      avx2bfhigh<>+0(SB), Y2, Y2
+	VCMPPS     $0x03, Y0, Y0, Y0
+	VBLENDVPS  Y0, avx2bfnanhigh<>+0(SB), Y2, Y2
+	VPSRLD     $0x10, Y3, Y0
+	VPSRLD     $0x10, Y2, Y4
+	VPACKUSDW  Y4, Y0, Y0
+	VMOVDQU    Y0, (R9)(R10*2)
+	VADDPS     zero64<>+0(SB), Y3, Y0
+	VADDPS     zero64<>+0(SB), Y2, Y2
+	VPUNPCKLWD 32(R8)(R10*2), Y1, Y3
+	VPUNPCKLWD 32(R9)(R10*2), Y1, Y4
+	VADDPS     Y4, Y3, Y3
+	VPAND      avx2bfkept<>+0(SB), Y3, Y5
+	VPCMPEQD   avx2bfkept<>+0(SB), Y5, Y5
+	VPSUBD     Y5, Y3, Y5
+	VPADDD     avx2bfbias<>+0(SB), Y5, Y5
+	VPAND      avx2bfhigh<>+0(SB), Y5, Y5
+	VCMPPS     $0x03, Y3, Y3, Y3
+	VBLENDVPS  Y3, avx2bfnanhigh<>+0(SB), Y5, Y5
+	VPUNPCKHWD 32(R8)(R10*2), Y1, Y3
+	VPUNPCKHWD 32(R9)(R10*2), Y1, Y4
+	VADDPS     Y4, Y3, Y3
+	VPAND      avx2bfkept<>+0(SB), Y3, Y4
+	VPCMPEQD   avx2bfkept<>+0(SB), Y4, Y4
+	VPSUBD     Y4, Y3, Y4
+	VPADDD     avx2bfbias<>+0(SB), Y4, Y4
+	VPAND      avx2bfhigh<>+0(SB), Y4, Y4
+	VCMPPS     $0x03, Y3, Y3, Y3
+	VBLENDVPS  Y3, avx2bfnanhigh<>+0(SB), Y4, Y4
+	VPSRLD     $0x10, Y5, Y3
+	VPSRLD     $0x10, Y4, Y6
+	VPACKUSDW  Y6, Y3, Y3
+	VMOVDQU    Y3, 32(R9)(R10*2)
+	VADDPS     zero64<>+0(SB), Y5, Y3
+	VADDPS     zero64<>+0(SB), Y4, Y4
+	VPUNPCKLWD 64(R8)(R10*2), Y1, Y5
+	VPUNPCKLWD 64(R9)(R10*2), Y1, Y6
+	VADDPS     Y6, Y5, Y5
+	VPAND      avx2bfkept<>+0(SB), Y5, Y7
+	VPCMPEQD   avx2bfkept<>+0(SB), Y7, Y7
+	VPSUBD     Y7, Y5, Y7
+	VPADDD     avx2bfbias<>+0(SB), Y7, Y7
+	VPAND      avx2bfhigh<>+0(SB), Y7, Y7
+	VCMPPS     $0x03, Y5, Y5, Y5
+	VBLENDVPS  Y5, avx2bfnanhigh<>+0(SB), Y7, Y7
+	VPUNPCKHWD 64(R8)(R10*2), Y1, Y5
+	VPUNPCKHWD 64(R9)(R10*2), Y1, Y6
+	VADDPS     Y6, Y5, Y5
+	VPAND      avx2bfkept<>+0(SB), Y5, Y6
+	VPCMPEQD   avx2bfkept<>+0(SB), Y6, Y6
+	VPSUBD     Y6, Y5, Y6
+	VPADDD     avx2bfbias<>+0(SB), Y6, Y6
+	VPAND      avx2bfhigh<>+0(SB), Y6, Y6
+	VCMPPS     $0x03, Y5, Y5, Y5
+	VBLENDVPS  Y5, avx2bfnanhigh<>+0(SB), Y6, Y6
+	VPSRLD     $0x10, Y7, Y5
+	VPSRLD     $0x10, Y6, Y8
+	VPACKUSDW  Y8, Y5, Y5
+	VMOVDQU    Y5, 64(R9)(R10*2)
+	VADDPS     zero64<>+0(SB), Y7, Y5
+	VADDPS     zero64<>+0(SB), Y6, Y6
+	VPUNPCKLWD 96(R8)(R10*2), Y1, Y7
+	VPUNPCKLWD 96(R9)(R10*2), Y1, Y8
+	VADDPS     Y8, Y7, Y7
+	VPAND      avx2bfkept<>+0(SB), Y7, Y9
+	VPCMPEQD   avx2bfkept<>+0(SB), Y9, Y9
+	VPSUBD     Y9, Y7, Y9
+	VPADDD     avx2bfbias<>+0(SB), Y9, Y9
+	VPAND      avx2bfhigh<>+0(SB), Y9, Y9
+	VCMPPS     $0x03, Y7, Y7, Y7
+	VBLENDVPS  Y7, avx2bfnanhigh<>+0(SB), Y9, Y9
+	VPUNPCKHWD 96(R8)(R10*2), Y1, Y7
+	VPUNPCKHWD 96(R9)(R10*2), Y1, Y8
+	VADDPS     Y8, Y7, Y7
+	VPAND      avx2bfkept<>+0(SB), Y7, Y8
+	VPCMPEQD   avx2bfkept<>+0(SB), Y8, Y8
+	VPSUBD     Y8, Y7, Y8
+	VPADDD     avx2bfbias<>+0(SB), Y8, Y8
+	VPAND      avx2bfhigh<>+0(SB), Y8, Y8
+	VCMPPS     $0x03, Y7, Y7, Y7
+	VBLENDVPS  Y7, avx2bfnanhigh<>+0(SB), Y8, Y8
+	VPSRLD     $0x10, Y9, Y7
+	VPSRLD     $0x10, Y8, Y10
+	VPACKUSDW  Y10, Y7, Y7
+	VMOVDQU    Y7, 96(R9)(R10*2)
+	VADDPS     zero64<>+0(SB), Y9, Y7
+	VADDPS     zero64<>+0(SB), Y8, Y8
+	MOVQ       $0x00000040, R10
 
 	// With flagPF, the rows ahead are prefetched: one loop for both, the flag tested per block.
 	MOVQ DI, R12
@@ -29587,144 +29596,112 @@ addsumloop:
 	JNZ   addsumpf
 
 addsumblock:
-	VPMOVZXWD    (R8)(R10*2), Y1
-	VPSLLD       $0x10, Y1, Y1
-	VPMOVZXWD    (R9)(R10*2), Y9
-	VPSLLD       $0x10, Y9, Y9
-	VADDPS       Y9, Y1, Y1
-	VPAND        avx2bfkept<>+0(SB), Y1, Y9
-	VPCMPEQD     avx2bfkept<>+0(SB), Y9, Y9
-	VPSUBD       Y9, Y1, Y9
-	VPADDD       avx2bfbias<>+0(SB), Y9, Y9
-	VPAND        avx2bfhigh<>+0(SB), Y9, Y9
-	VCMPPS       $0x03, Y1, Y1, Y1
-	VBLENDVPS    Y1, avx2bfnanhigh<>+0(SB), Y9, Y9
-	VPSRLD       $0x10, Y9, Y1
-	VEXTRACTI128 $0x01, Y1, X10
-	VPACKUSDW    X10, X1, X10
-	VMOVDQU      X10, (R9)(R10*2)
-	VADDPS       Y9, Y0, Y0
-	VPMOVZXWD    16(R8)(R10*2), Y1
-	VPSLLD       $0x10, Y1, Y1
-	VPMOVZXWD    16(R9)(R10*2), Y9
-	VPSLLD       $0x10, Y9, Y9
-	VADDPS       Y9, Y1, Y1
-	VPAND        avx2bfkept<>+0(SB), Y1, Y9
-	VPCMPEQD     avx2bfkept<>+0(SB), Y9, Y9
-	VPSUBD       Y9, Y1, Y9
-	VPADDD       avx2bfbias<>+0(SB), Y9, Y9
-	VPAND        avx2bfhigh<>+0(SB), Y9, Y9
-	VCMPPS       $0x03, Y1, Y1, Y1
-	VBLENDVPS    Y1, avx2bfnanhigh<>+0(SB), Y9, Y9
-	VPSRLD       $0x10, Y9, Y1
-	VEXTRACTI128 $0x01, Y1, X10
-	VPACKUSDW    X10, X1, X10
-	VMOVDQU      X10, 16(R9)(R10*2)
-	VADDPS       Y9, Y2, Y2
-	VPMOVZXWD    32(R8)(R10*2), Y1
-	VPSLLD       $0x10, Y1, Y1
-	VPMOVZXWD    32(R9)(R10*2), Y9
-	VPSLLD       $0x10, Y9, Y9
-	VADDPS       Y9, Y1, Y1
-	VPAND        avx2bfkept<>+0(SB), Y1, Y9
-	VPCMPEQD     avx2bfkept<>+0(SB), Y9, Y9
-	VPSUBD       Y9, Y1, Y9
-	VPADDD       avx2bfbias<>+0(SB), Y9, Y9
-	VPAND        avx2bfhigh<>+0(SB), Y9, Y9
-	VCMPPS       $0x03, Y1, Y1, Y1
-	VBLENDVPS    Y1, avx2bfnanhigh<>+0(SB), Y9, Y9
-	VPSRLD       $0x10, Y9, Y1
-	VEXTRACTI128 $0x01, Y1, X10
-	VPACKUSDW    X10, X1, X10
-	VMOVDQU      X10, 32(R9)(R10*2)
-	VADDPS       Y9, Y3, Y3
-	VPMOVZXWD    48(R8)(R10*2), Y1
-	VPSLLD       $0x10, Y1, Y1
-	VPMOVZXWD    48(R9)(R10*2), Y9
-	VPSLLD       $0x10, Y9, Y9
-	VADDPS       Y9, Y1, Y1
-	VPAND        avx2bfkept<>+0(SB), Y1, Y9
-	VPCMPEQD     avx2bfkept<>+0(SB), Y9, Y9
-	VPSUBD       Y9, Y1, Y9
-	VPADDD       avx2bfbias<>+0(SB), Y9, Y9
-	VPAND        avx2bfhigh<>+0(SB), Y9, Y9
-	VCMPPS       $0x03, Y1, Y1, Y1
-	VBLENDVPS    Y1, avx2bfnanhigh<>+0(SB), Y9, Y9
-	VPSRLD       $0x10, Y9, Y1
-	VEXTRACTI128 $0x01, Y1, X10
-	VPACKUSDW    X10, X1, X10
-	VMOVDQU      X10, 48(R9)(R10*2)
-	VADDPS       Y9, Y4, Y4
-	VPMOVZXWD    64(R8)(R10*2), Y1
-	VPSLLD       $0x10, Y1, Y1
-	VPMOVZXWD    64(R9)(R10*2), Y9
-	VPSLLD       $0x10, Y9, Y9
-	VADDPS       Y9, Y1, Y1
-	VPAND        avx2bfkept<>+0(SB), Y1, Y9
-	VPCMPEQD     avx2bfkept<>+0(SB), Y9, Y9
-	VPSUBD       Y9, Y1, Y9
-	VPADDD       avx2bfbias<>+0(SB), Y9, Y9
-	VPAND        avx2bfhigh<>+0(SB), Y9, Y9
-	VCMPPS       $0x03, Y1, Y1, Y1
-	VBLENDVPS    Y1, avx2bfnanhigh<>+0(SB), Y9, Y9
-	VPSRLD       $0x10, Y9, Y1
-	VEXTRACTI128 $0x01, Y1, X10
-	VPACKUSDW    X10, X1, X10
-	VMOVDQU      X10, 64(R9)(R10*2)
-	VADDPS       Y9, Y5, Y5
-	VPMOVZXWD    80(R8)(R10*2), Y1
-	VPSLLD       $0x10, Y1, Y1
-	VPMOVZXWD    80(R9)(R10*2), Y9
-	VPSLLD       $0x10, Y9, Y9
-	VADDPS       Y9, Y1, Y1
-	VPAND        avx2bfkept<>+0(SB), Y1, Y9
-	VPCMPEQD     avx2bfkept<>+0(SB), Y9, Y9
-	VPSUBD       Y9, Y1, Y9
-	VPADDD       avx2bfbias<>+0(SB), Y9, Y9
-	VPAND        avx2bfhigh<>+0(SB), Y9, Y9
-	VCMPPS       $0x03, Y1, Y1, Y1
-	VBLENDVPS    Y1, avx2bfnanhigh<>+0(SB), Y9, Y9
-	VPSRLD       $0x10, Y9, Y1
-	VEXTRACTI128 $0x01, Y1, X10
-	VPACKUSDW    X10, X1, X10
-	VMOVDQU      X10, 80(R9)(R10*2)
-	VADDPS       Y9, Y6, Y6
-	VPMOVZXWD    96(R8)(R10*2), Y1
-	VPSLLD       $0x10, Y1, Y1
-	VPMOVZXWD    96(R9)(R10*2), Y9
-	VPSLLD       $0x10, Y9, Y9
-	VADDPS       Y9, Y1, Y1
-	VPAND        avx2bfkept<>+0(SB), Y1, Y9
-	VPCMPEQD     avx2bfkept<>+0(SB), Y9, Y9
-	VPSUBD       Y9, Y1, Y9
-	VPADDD       avx2bfbias<>+0(SB), Y9, Y9
-	VPAND        avx2bfhigh<>+0(SB), Y9, Y9
-	VCMPPS       $0x03, Y1, Y1, Y1
-	VBLENDVPS    Y1, avx2bfnanhigh<>+0(SB), Y9, Y9
-	VPSRLD       $0x10, Y9, Y1
-	VEXTRACTI128 $0x01, Y1, X10
-	VPACKUSDW    X10, X1, X10
-	VMOVDQU      X10, 96(R9)(R10*2)
-	VADDPS       Y9, Y7, Y7
-	VPMOVZXWD    112(R8)(R10*2), Y1
-	VPSLLD       $0x10, Y1, Y1
-	VPMOVZXWD    112(R9)(R10*2), Y9
-	VPSLLD       $0x10, Y9, Y9
-	VADDPS       Y9, Y1, Y1
-	VPAND        avx2bfkept<>+0(SB), Y1, Y9
-	VPCMPEQD     avx2bfkept<>+0(SB), Y9, Y9
-	VPSUBD       Y9, Y1, Y9
-	VPADDD       avx2bfbias<>+0(SB), Y9, Y9
-	VPAND        avx2bfhigh<>+0(SB), Y9, Y9
-	VCMPPS       $0x03, Y1, Y1, Y1
-	VBLENDVPS    Y1, avx2bfnanhigh<>+0(SB), Y9, Y9
-	VPSRLD       $0x10, Y9, Y1
-	VEXTRACTI128 $0x01, Y1, X10
-	VPACKUSDW    X10, X1, X10
-	VMOVDQU      X10, 112(R9)(R10*2)
-	VADDPS       Y9, Y8, Y8
-	ADDQ         $0x00000040, R10
-	JMP          addsumloop
+	VPUNPCKLWD (R8)(R10*2), Y1, Y9
+	VPUNPCKLWD (R9)(R10*2), Y1, Y10
+	VADDPS     Y10, Y9, Y9
+	VPAND      avx2bfkept<>+0(SB), Y9, Y10
+	VPCMPEQD   avx2bfkept<>+0(SB), Y10, Y10
+	VPSUBD     Y10, Y9, Y10
+	VPADDD     avx2bfbias<>+0(SB), Y10, Y10
+	VPAND      avx2bfhigh<>+0(SB), Y10, Y10
+	VCMPPS     $0x03, Y9, Y9, Y9
+	VBLENDVPS  Y9, avx2bfnanhigh<>+0(SB), Y10, Y10
+	VPUNPCKHWD (R8)(R10*2), Y1, Y9
+	VPUNPCKHWD (R9)(R10*2), Y1, Y11
+	VADDPS     Y11, Y9, Y9
+	VPAND      avx2bfkept<>+0(SB), Y9, Y11
+	VPCMPEQD   avx2bfkept<>+0(SB), Y11, Y11
+	VPSUBD     Y11, Y9, Y11
+	VPADDD     avx2bfbias<>+0(SB), Y11, Y11
+	VPAND      avx2bfhigh<>+0(SB), Y11, Y11
+	VCMPPS     $0x03, Y9, Y9, Y9
+	VBLENDVPS  Y9, avx2bfnanhigh<>+0(SB), Y11, Y11
+	VPSRLD     $0x10, Y10, Y9
+	VPSRLD     $0x10, Y11, Y12
+	VPACKUSDW  Y12, Y9, Y9
+	VMOVDQU    Y9, (R9)(R10*2)
+	VADDPS     Y10, Y0, Y0
+	VADDPS     Y11, Y2, Y2
+	VPUNPCKLWD 32(R8)(R10*2), Y1, Y9
+	VPUNPCKLWD 32(R9)(R10*2), Y1, Y10
+	VADDPS     Y10, Y9, Y9
+	VPAND      avx2bfkept<>+0(SB), Y9, Y10
+	VPCMPEQD   avx2bfkept<>+0(SB), Y10, Y10
+	VPSUBD     Y10, Y9, Y10
+	VPADDD     avx2bfbias<>+0(SB), Y10, Y10
+	VPAND      avx2bfhigh<>+0(SB), Y10, Y10
+	VCMPPS     $0x03, Y9, Y9, Y9
+	VBLENDVPS  Y9, avx2bfnanhigh<>+0(SB), Y10, Y10
+	VPUNPCKHWD 32(R8)(R10*2), Y1, Y9
+	VPUNPCKHWD 32(R9)(R10*2), Y1, Y11
+	VADDPS     Y11, Y9, Y9
+	VPAND      avx2bfkept<>+0(SB), Y9, Y11
+	VPCMPEQD   avx2bfkept<>+0(SB), Y11, Y11
+	VPSUBD     Y11, Y9, Y11
+	VPADDD     avx2bfbias<>+0(SB), Y11, Y11
+	VPAND      avx2bfhigh<>+0(SB), Y11, Y11
+	VCMPPS     $0x03, Y9, Y9, Y9
+	VBLENDVPS  Y9, avx2bfnanhigh<>+0(SB), Y11, Y11
+	VPSRLD     $0x10, Y10, Y9
+	VPSRLD     $0x10, Y11, Y12
+	VPACKUSDW  Y12, Y9, Y9
+	VMOVDQU    Y9, 32(R9)(R10*2)
+	VADDPS     Y10, Y3, Y3
+	VADDPS     Y11, Y4, Y4
+	VPUNPCKLWD 64(R8)(R10*2), Y1, Y9
+	VPUNPCKLWD 64(R9)(R10*2), Y1, Y10
+	VADDPS     Y10, Y9, Y9
+	VPAND      avx2bfkept<>+0(SB), Y9, Y10
+	VPCMPEQD   avx2bfkept<>+0(SB), Y10, Y10
+	VPSUBD     Y10, Y9, Y10
+	VPADDD     avx2bfbias<>+0(SB), Y10, Y10
+	VPAND      avx2bfhigh<>+0(SB), Y10, Y10
+	VCMPPS     $0x03, Y9, Y9, Y9
+	VBLENDVPS  Y9, avx2bfnanhigh<>+0(SB), Y10, Y10
+	VPUNPCKHWD 64(R8)(R10*2), Y1, Y9
+	VPUNPCKHWD 64(R9)(R10*2), Y1, Y11
+	VADDPS     Y11, Y9, Y9
+	VPAND      avx2bfkept<>+0(SB), Y9, Y11
+	VPCMPEQD   avx2bfkept<>+0(SB), Y11, Y11
+	VPSUBD     Y11, Y9, Y11
+	VPADDD     avx2bfbias<>+0(SB), Y11, Y11
+	VPAND      avx2bfhigh<>+0(SB), Y11, Y11
+	VCMPPS     $0x03, Y9, Y9, Y9
+	VBLENDVPS  Y9, avx2bfnanhigh<>+0(SB), Y11, Y11
+	VPSRLD     $0x10, Y10, Y9
+	VPSRLD     $0x10, Y11, Y12
+	VPACKUSDW  Y12, Y9, Y9
+	VMOVDQU    Y9, 64(R9)(R10*2)
+	VADDPS     Y10, Y5, Y5
+	VADDPS     Y11, Y6, Y6
+	VPUNPCKLWD 96(R8)(R10*2), Y1, Y9
+	VPUNPCKLWD 96(R9)(R10*2), Y1, Y10
+	VADDPS     Y10, Y9, Y9
+	VPAND      avx2bfkept<>+0(SB), Y9, Y10
+	VPCMPEQD   avx2bfkept<>+0(SB), Y10, Y10
+	VPSUBD     Y10, Y9, Y10
+	VPADDD     avx2bfbias<>+0(SB), Y10, Y10
+	VPAND      avx2bfhigh<>+0(SB), Y10, Y10
+	VCMPPS     $0x03, Y9, Y9, Y9
+	VBLENDVPS  Y9, avx2bfnanhigh<>+0(SB), Y10, Y10
+	VPUNPCKHWD 96(R8)(R10*2), Y1, Y9
+	VPUNPCKHWD 96(R9)(R10*2), Y1, Y11
+	VADDPS     Y11, Y9, Y9
+	VPAND      avx2bfkept<>+0(SB), Y9, Y11
+	VPCMPEQD   avx2bfkept<>+0(SB), Y11, Y11
+	VPSUBD     Y11, Y9, Y11
+	VPADDD     avx2bfbias<>+0(SB), Y11, Y11
+	VPAND      avx2bfhigh<>+0(SB), Y11, Y11
+	VCMPPS     $0x03, Y9, Y9, Y9
+	VBLENDVPS  Y9, avx2bfnanhigh<>+0(SB), Y11, Y11
+	VPSRLD     $0x10, Y10, Y9
+	VPSRLD     $0x10, Y11, Y12
+	VPACKUSDW  Y12, Y9, Y9
+	VMOVDQU    Y9, 96(R9)(R10*2)
+	VADDPS     Y10, Y7, Y7
+	VADDPS     Y11, Y8, Y8
+	ADDQ       $0x00000040, R10
+	JMP        addsumloop
 
 	// Out of the loop's way: the prefetches, whose flag is usually clear.
 addsumpf:
@@ -29738,18 +29715,18 @@ addsumtail:
 	SUBQ    R10, R11
 	JZ      addsummed
 	JL      addslotsummed
-	TESTQ   $0x00000007, R11
+	TESTQ   $0x0000000f, R11
 	JZ      addwhole
 	MOVQ    R11, 456(SP)
 	LEAQ    (R8)(R10*2), R11
 	LEAQ    (R9)(R10*2), R9
 	MOVQ    R9, 464(SP)
 	LEAQ    128(SP), R9
-	VXORPS  Y1, Y1, Y1
-	VMOVUPS Y1, (R9)
-	VMOVUPS Y1, 32(R9)
-	VMOVUPS Y1, 64(R9)
-	VMOVUPS Y1, 96(R9)
+	VXORPS  Y9, Y9, Y9
+	VMOVUPS Y9, (R9)
+	VMOVUPS Y9, 32(R9)
+	VMOVUPS Y9, 64(R9)
+	VMOVUPS Y9, 96(R9)
 	MOVQ    456(SP), R13
 	XORQ    R12, R12
 	SUBQ    $0x00000010, R13
@@ -29757,8 +29734,8 @@ addsumtail:
 copyvec9:
 	CMPQ    R12, R13
 	JG      copyone10
-	VMOVUPS (R11)(R12*2), Y1
-	VMOVUPS Y1, (R9)(R12*2)
+	VMOVUPS (R11)(R12*2), Y9
+	VMOVUPS Y9, (R9)(R12*2)
 	ADDQ    $0x00000010, R12
 	JMP     copyvec9
 
@@ -29776,11 +29753,11 @@ copyloop12:
 copied11:
 	MOVQ    464(SP), R11
 	LEAQ    256(SP), R12
-	VXORPS  Y1, Y1, Y1
-	VMOVUPS Y1, (R12)
-	VMOVUPS Y1, 32(R12)
-	VMOVUPS Y1, 64(R12)
-	VMOVUPS Y1, 96(R12)
+	VXORPS  Y9, Y9, Y9
+	VMOVUPS Y9, (R12)
+	VMOVUPS Y9, 32(R12)
+	VMOVUPS Y9, 64(R12)
+	VMOVUPS Y9, 96(R12)
 	MOVQ    456(SP), R14
 	XORQ    R13, R13
 	SUBQ    $0x00000010, R14
@@ -29788,8 +29765,8 @@ copied11:
 copyvec13:
 	CMPQ    R13, R14
 	JG      copyone14
-	VMOVUPS (R11)(R13*2), Y1
-	VMOVUPS Y1, (R12)(R13*2)
+	VMOVUPS (R11)(R13*2), Y9
+	VMOVUPS Y9, (R12)(R13*2)
 	ADDQ    $0x00000010, R13
 	JMP     copyvec13
 
@@ -29852,7 +29829,12 @@ addsummed:
 	VADDPS Y8, Y4, Y4
 	VADDPS Y3, Y0, Y0
 	VADDPS Y4, Y2, Y2
-	VADDPS Y2, Y0, Y0
+
+	// The partials back in order: 0..7 in acc[0], 8..15 in acc[1].
+	VEXTRACTF128 $0x01, Y0, X1
+	VINSERTF128  $0x01, X2, Y0, Y0
+	VINSERTF128  $0x00, X1, Y2, Y2
+	VADDPS       Y2, Y0, Y0
 
 mean:
 	VEXTRACTF128 $0x01, Y0, X1
@@ -29897,6 +29879,7 @@ sqnext:
 
 sqrow:
 	// Sum of the squares of x - m: element i goes to partial i%64.
+	VPXOR  Y9, Y9, Y9
 	MOVQ   job_d+0(AX), R11
 	SUBQ   $0x00000040, R11
 	JGE    sqfirstblock
@@ -29913,40 +29896,32 @@ sqrow:
 
 sqfirstblock:
 	// +0 + square is the square itself: the first block initializes the partials.
-	XORQ      R10, R10
-	VPMOVZXWD (R8)(R10*2), Y0
-	VPSLLD    $0x10, Y0, Y0
-	VSUBPS    Y1, Y0, Y0
-	VMULPS    Y0, Y0, Y0
-	VPMOVZXWD 16(R8)(R10*2), Y2
-	VPSLLD    $0x10, Y2, Y2
-	VSUBPS    Y1, Y2, Y2
-	VMULPS    Y2, Y2, Y2
-	VPMOVZXWD 32(R8)(R10*2), Y3
-	VPSLLD    $0x10, Y3, Y3
-	VSUBPS    Y1, Y3, Y3
-	VMULPS    Y3, Y3, Y3
-	VPMOVZXWD 48(R8)(R10*2), Y4
-	VPSLLD    $0x10, Y4, Y4
-	VSUBPS    Y1, Y4, Y4
-	VMULPS    Y4, Y4, Y4
-	VPMOVZXWD 64(R8)(R10*2), Y5
-	VPSLLD    $0x10, Y5, Y5
-	VSUBPS    Y1, Y5, Y5
-	VMULPS    Y5, Y5, Y5
-	VPMOVZXWD 80(R8)(R10*2), Y6
-	VPSLLD    $0x10, Y6, Y6
-	VSUBPS    Y1, Y6, Y6
-	VMULPS    Y6, Y6, Y6
-	VPMOVZXWD 96(R8)(R10*2), Y7
-	VPSLLD    $0x10, Y7, Y7
-	VSUBPS    Y1, Y7, Y7
-	VMULPS    Y7, Y7, Y7
-	VPMOVZXWD 112(R8)(R10*2), Y8
-	VPSLLD    $0x10, Y8, Y8
-	VSUBPS    Y1, Y8, Y8
-	VMULPS    Y8, Y8, Y8
-	MOVQ      $0x00000040, R10
+	XORQ       R10, R10
+	VPUNPCKLWD (R8)(R10*2), Y9, Y0
+	VSUBPS     Y1, Y0, Y0
+	VMULPS     Y0, Y0, Y0
+	VPUNPCKHWD (R8)(R10*2), Y9, Y2
+	VSUBPS     Y1, Y2, Y2
+	VMULPS     Y2, Y2, Y2
+	VPUNPCKLWD 32(R8)(R10*2), Y9, Y3
+	VSUBPS     Y1, Y3, Y3
+	VMULPS     Y3, Y3, Y3
+	VPUNPCKHWD 32(R8)(R10*2), Y9, Y4
+	VSUBPS     Y1, Y4, Y4
+	VMULPS     Y4, Y4, Y4
+	VPUNPCKLWD 64(R8)(R10*2), Y9, Y5
+	VSUBPS     Y1, Y5, Y5
+	VMULPS     Y5, Y5, Y5
+	VPUNPCKHWD 64(R8)(R10*2), Y9, Y6
+	VSUBPS     Y1, Y6, Y6
+	VMULPS     Y6, Y6, Y6
+	VPUNPCKLWD 96(R8)(R10*2), Y9, Y7
+	VSUBPS     Y1, Y7, Y7
+	VMULPS     Y7, Y7, Y7
+	VPUNPCKHWD 96(R8)(R10*2), Y9, Y8
+	VSUBPS     Y1, Y8, Y8
+	VMULPS     Y8, Y8, Y8
+	MOVQ       $0x00000040, R10
 
 	// With flagPF, the rows ahead are prefetched: one loop for both, the flag tested per block.
 	MOVQ DI, R12
@@ -29967,48 +29942,40 @@ sqsumloop:
 	JNZ   sqsumpf
 
 sqsumblock:
-	VPMOVZXWD (R8)(R10*2), Y9
-	VPSLLD    $0x10, Y9, Y9
-	VSUBPS    Y1, Y9, Y9
-	VMULPS    Y9, Y9, Y9
-	VADDPS    Y9, Y0, Y0
-	VPMOVZXWD 16(R8)(R10*2), Y9
-	VPSLLD    $0x10, Y9, Y9
-	VSUBPS    Y1, Y9, Y9
-	VMULPS    Y9, Y9, Y9
-	VADDPS    Y9, Y2, Y2
-	VPMOVZXWD 32(R8)(R10*2), Y9
-	VPSLLD    $0x10, Y9, Y9
-	VSUBPS    Y1, Y9, Y9
-	VMULPS    Y9, Y9, Y9
-	VADDPS    Y9, Y3, Y3
-	VPMOVZXWD 48(R8)(R10*2), Y9
-	VPSLLD    $0x10, Y9, Y9
-	VSUBPS    Y1, Y9, Y9
-	VMULPS    Y9, Y9, Y9
-	VADDPS    Y9, Y4, Y4
-	VPMOVZXWD 64(R8)(R10*2), Y9
-	VPSLLD    $0x10, Y9, Y9
-	VSUBPS    Y1, Y9, Y9
-	VMULPS    Y9, Y9, Y9
-	VADDPS    Y9, Y5, Y5
-	VPMOVZXWD 80(R8)(R10*2), Y9
-	VPSLLD    $0x10, Y9, Y9
-	VSUBPS    Y1, Y9, Y9
-	VMULPS    Y9, Y9, Y9
-	VADDPS    Y9, Y6, Y6
-	VPMOVZXWD 96(R8)(R10*2), Y9
-	VPSLLD    $0x10, Y9, Y9
-	VSUBPS    Y1, Y9, Y9
-	VMULPS    Y9, Y9, Y9
-	VADDPS    Y9, Y7, Y7
-	VPMOVZXWD 112(R8)(R10*2), Y9
-	VPSLLD    $0x10, Y9, Y9
-	VSUBPS    Y1, Y9, Y9
-	VMULPS    Y9, Y9, Y9
-	VADDPS    Y9, Y8, Y8
-	ADDQ      $0x00000040, R10
-	JMP       sqsumloop
+	VPUNPCKLWD (R8)(R10*2), Y9, Y10
+	VSUBPS     Y1, Y10, Y10
+	VMULPS     Y10, Y10, Y10
+	VADDPS     Y10, Y0, Y0
+	VPUNPCKHWD (R8)(R10*2), Y9, Y10
+	VSUBPS     Y1, Y10, Y10
+	VMULPS     Y10, Y10, Y10
+	VADDPS     Y10, Y2, Y2
+	VPUNPCKLWD 32(R8)(R10*2), Y9, Y10
+	VSUBPS     Y1, Y10, Y10
+	VMULPS     Y10, Y10, Y10
+	VADDPS     Y10, Y3, Y3
+	VPUNPCKHWD 32(R8)(R10*2), Y9, Y10
+	VSUBPS     Y1, Y10, Y10
+	VMULPS     Y10, Y10, Y10
+	VADDPS     Y10, Y4, Y4
+	VPUNPCKLWD 64(R8)(R10*2), Y9, Y10
+	VSUBPS     Y1, Y10, Y10
+	VMULPS     Y10, Y10, Y10
+	VADDPS     Y10, Y5, Y5
+	VPUNPCKHWD 64(R8)(R10*2), Y9, Y10
+	VSUBPS     Y1, Y10, Y10
+	VMULPS     Y10, Y10, Y10
+	VADDPS     Y10, Y6, Y6
+	VPUNPCKLWD 96(R8)(R10*2), Y9, Y10
+	VSUBPS     Y1, Y10, Y10
+	VMULPS     Y10, Y10, Y10
+	VADDPS     Y10, Y7, Y7
+	VPUNPCKHWD 96(R8)(R10*2), Y9, Y10
+	VSUBPS     Y1, Y10, Y10
+	VMULPS     Y10, Y10, Y10
+	VADDPS     Y10, Y8, Y8
+	ADDQ       $0x00000040, R10
+	JMP        sqsumloop
 
 	// Out of the loop's way: the prefetches, whose flag is usually clear.
 sqsumpf:
@@ -30021,7 +29988,7 @@ sqsumtail:
 	MOVQ  job_d+0(AX), R11
 	SUBQ  R10, R11
 	JZ    sqsummed
-	TESTQ $0x00000007, R11
+	TESTQ $0x0000000f, R11
 	JZ    sqwhole
 	LEAQ  (R8)(R10*2), R10
 	LEAQ  128(SP), R12
@@ -30032,8 +29999,8 @@ sqsumtail:
 copyvec24:
 	CMPQ    R13, R14
 	JG      copyone25
-	VMOVUPS (R10)(R13*2), Y9
-	VMOVUPS Y9, (R12)(R13*2)
+	VMOVUPS (R10)(R13*2), Y10
+	VMOVUPS Y10, (R12)(R13*2)
 	ADDQ    $0x00000010, R13
 	JMP     copyvec24
 
@@ -30049,81 +30016,82 @@ copyloop27:
 	JMP  copyloop27
 
 copied26:
-	VMOVQ        R11, X9
-	VPBROADCASTD X9, Y9
-	VPMOVZXWD    (R12), Y10
-	VPSLLD       $0x10, Y10, Y10
-	VSUBPS       Y1, Y10, Y10
-	VPCMPGTD     iota64<>+0(SB), Y9, Y11
-	VANDPS       Y11, Y10, Y10
-	VMULPS       Y10, Y10, Y10
-	VADDPS       Y10, Y0, Y0
-	VPMOVZXWD    16(R12), Y10
-	VPSLLD       $0x10, Y10, Y10
-	VSUBPS       Y1, Y10, Y10
-	VPCMPGTD     iota64<>+32(SB), Y9, Y11
-	VANDPS       Y11, Y10, Y10
-	VMULPS       Y10, Y10, Y10
-	VADDPS       Y10, Y2, Y2
-	VPMOVZXWD    32(R12), Y10
-	VPSLLD       $0x10, Y10, Y10
-	VSUBPS       Y1, Y10, Y10
-	VPCMPGTD     iota64<>+64(SB), Y9, Y11
-	VANDPS       Y11, Y10, Y10
-	VMULPS       Y10, Y10, Y10
-	VADDPS       Y10, Y3, Y3
-	VPMOVZXWD    48(R12), Y10
-	VPSLLD       $0x10, Y10, Y10
-	VSUBPS       Y1, Y10, Y10
-	VPCMPGTD     iota64<>+96(SB), Y9, Y11
-	VANDPS       Y11, Y10, Y10
-	VMULPS       Y10, Y10, Y10
-	VADDPS       Y10, Y4, Y4
-	VPMOVZXWD    64(R12), Y10
-	VPSLLD       $0x10, Y10, Y10
-	VSUBPS       Y1, Y10, Y10
-	VPCMPGTD     iota64<>+128(SB), Y9, Y11
-	VANDPS       Y11, Y10, Y10
-	VMULPS       Y10, Y10, Y10
-	VADDPS       Y10, Y5, Y5
-	VPMOVZXWD    80(R12), Y10
-	VPSLLD       $0x10, Y10, Y10
-	VSUBPS       Y1, Y10, Y10
-	VPCMPGTD     iota64<>+160(SB), Y9, Y11
-	VANDPS       Y11, Y10, Y10
-	VMULPS       Y10, Y10, Y10
-	VADDPS       Y10, Y6, Y6
-	VPMOVZXWD    96(R12), Y10
-	VPSLLD       $0x10, Y10, Y10
-	VSUBPS       Y1, Y10, Y10
-	VPCMPGTD     iota64<>+192(SB), Y9, Y11
-	VANDPS       Y11, Y10, Y10
-	VMULPS       Y10, Y10, Y10
-	VADDPS       Y10, Y7, Y7
-	VPMOVZXWD    112(R12), Y10
-	VPSLLD       $0x10, Y10, Y10
-	VSUBPS       Y1, Y10, Y10
-	VPCMPGTD     iota64<>+224(SB), Y9, Y9
-	VANDPS       Y9, Y10, Y10
-	VMULPS       Y10, Y10, Y10
-	VADDPS       Y10, Y8, Y8
+	VMOVQ        R11, X10
+	VPBROADCASTD X10, Y10
+	VMOVDQU      (R12), Y13
+	VPUNPCKLWD   Y13, Y9, Y11
+	VSUBPS       Y1, Y11, Y11
+	VPCMPGTD     iota64unpacked<>+0(SB), Y10, Y12
+	VANDPS       Y12, Y11, Y11
+	VMULPS       Y11, Y11, Y11
+	VADDPS       Y11, Y0, Y0
+	VPUNPCKHWD   Y13, Y9, Y11
+	VSUBPS       Y1, Y11, Y11
+	VPCMPGTD     iota64unpacked<>+32(SB), Y10, Y12
+	VANDPS       Y12, Y11, Y11
+	VMULPS       Y11, Y11, Y11
+	VADDPS       Y11, Y2, Y2
+	VMOVDQU      32(R12), Y13
+	VPUNPCKLWD   Y13, Y9, Y11
+	VSUBPS       Y1, Y11, Y11
+	VPCMPGTD     iota64unpacked<>+64(SB), Y10, Y12
+	VANDPS       Y12, Y11, Y11
+	VMULPS       Y11, Y11, Y11
+	VADDPS       Y11, Y3, Y3
+	VPUNPCKHWD   Y13, Y9, Y11
+	VSUBPS       Y1, Y11, Y11
+	VPCMPGTD     iota64unpacked<>+96(SB), Y10, Y12
+	VANDPS       Y12, Y11, Y11
+	VMULPS       Y11, Y11, Y11
+	VADDPS       Y11, Y4, Y4
+	VMOVDQU      64(R12), Y13
+	VPUNPCKLWD   Y13, Y9, Y11
+	VSUBPS       Y1, Y11, Y11
+	VPCMPGTD     iota64unpacked<>+128(SB), Y10, Y12
+	VANDPS       Y12, Y11, Y11
+	VMULPS       Y11, Y11, Y11
+	VADDPS       Y11, Y5, Y5
+	VPUNPCKHWD   Y13, Y9, Y11
+	VSUBPS       Y1, Y11, Y11
+	VPCMPGTD     iota64unpacked<>+160(SB), Y10, Y12
+	VANDPS       Y12, Y11, Y11
+	VMULPS       Y11, Y11, Y11
+	VADDPS       Y11, Y6, Y6
+	VMOVDQU      96(R12), Y13
+	VPUNPCKLWD   Y13, Y9, Y11
+	VSUBPS       Y1, Y11, Y11
+	VPCMPGTD     iota64unpacked<>+192(SB), Y10, Y12
+	VANDPS       Y12, Y11, Y11
+	VMULPS       Y11, Y11, Y11
+	VADDPS       Y11, Y7, Y7
+	VPUNPCKHWD   Y13, Y9, Y9
+	VSUBPS       Y1, Y9, Y9
+	VPCMPGTD     iota64unpacked<>+224(SB), Y10, Y10
+	VANDPS       Y10, Y9, Y9
+	VMULPS       Y9, Y9, Y9
+	VADDPS       Y9, Y8, Y8
 
 sqsummed:
-	VADDPS  Y5, Y0, Y0
-	VADDPS  Y6, Y2, Y2
-	VADDPS  Y7, Y3, Y3
-	VADDPS  Y8, Y4, Y4
-	VADDPS  Y3, Y0, Y0
-	VADDPS  Y4, Y2, Y2
-	VADDPS  Y2, Y0, Y0
-	CMPQ    440(SP), $0x01
-	JE      invone
-	VMOVUPS Y0, (SP)(R9*1)
-	ADDQ    DI, R8
-	ADDQ    $0x00000020, R9
-	CMPQ    R9, $0x00000080
-	JB      sqnext
-	JMP     invgroup
+	VADDPS Y5, Y0, Y0
+	VADDPS Y6, Y2, Y2
+	VADDPS Y7, Y3, Y3
+	VADDPS Y8, Y4, Y4
+	VADDPS Y3, Y0, Y0
+	VADDPS Y4, Y2, Y2
+
+	// The partials back in order: 0..7 in acc[0], 8..15 in acc[1].
+	VEXTRACTF128 $0x01, Y0, X3
+	VINSERTF128  $0x01, X2, Y0, Y0
+	VINSERTF128  $0x00, X3, Y2, Y2
+	VADDPS       Y2, Y0, Y0
+	CMPQ         440(SP), $0x01
+	JE           invone
+	VMOVUPS      Y0, (SP)(R9*1)
+	ADDQ         DI, R8
+	ADDQ         $0x00000020, R9
+	CMPQ         R9, $0x00000080
+	JB           sqnext
+	JMP          invgroup
 
 invone:
 	// Halving tree: p[j] += p[j+h] for the remaining h, down to ss.
@@ -30997,230 +30965,145 @@ vzero:
 	RET
 
 whole:
-	VPMOVZXWD (R8)(R10*2), Y9
-	VPSLLD    $0x10, Y9, Y9
-	VADDPS    Y9, Y0, Y0
-	CMPQ      R11, $0x00000008
-	JE        summed
-	VPMOVZXWD 16(R8)(R10*2), Y9
-	VPSLLD    $0x10, Y9, Y9
-	VADDPS    Y9, Y2, Y2
-	CMPQ      R11, $0x00000010
-	JE        summed
-	VPMOVZXWD 32(R8)(R10*2), Y9
-	VPSLLD    $0x10, Y9, Y9
-	VADDPS    Y9, Y3, Y3
-	CMPQ      R11, $0x00000018
-	JE        summed
-	VPMOVZXWD 48(R8)(R10*2), Y9
-	VPSLLD    $0x10, Y9, Y9
-	VADDPS    Y9, Y4, Y4
-	CMPQ      R11, $0x00000020
-	JE        summed
-	VPMOVZXWD 64(R8)(R10*2), Y9
-	VPSLLD    $0x10, Y9, Y9
-	VADDPS    Y9, Y5, Y5
-	CMPQ      R11, $0x00000028
-	JE        summed
-	VPMOVZXWD 80(R8)(R10*2), Y9
-	VPSLLD    $0x10, Y9, Y9
-	VADDPS    Y9, Y6, Y6
-	CMPQ      R11, $0x00000030
-	JE        summed
-	VPMOVZXWD 96(R8)(R10*2), Y9
-	VPSLLD    $0x10, Y9, Y9
-	VADDPS    Y9, Y7, Y7
-	CMPQ      R11, $0x00000038
-	JE        summed
-	JMP       summed
+	VPUNPCKLWD (R8)(R10*2), Y9, Y10
+	VADDPS     Y10, Y0, Y0
+	VPUNPCKHWD (R8)(R10*2), Y9, Y10
+	VADDPS     Y10, Y2, Y2
+	CMPQ       R11, $0x00000010
+	JE         summed
+	VPUNPCKLWD 32(R8)(R10*2), Y9, Y10
+	VADDPS     Y10, Y3, Y3
+	VPUNPCKHWD 32(R8)(R10*2), Y9, Y10
+	VADDPS     Y10, Y4, Y4
+	CMPQ       R11, $0x00000020
+	JE         summed
+	VPUNPCKLWD 64(R8)(R10*2), Y9, Y10
+	VADDPS     Y10, Y5, Y5
+	VPUNPCKHWD 64(R8)(R10*2), Y9, Y9
+	VADDPS     Y9, Y6, Y6
+	CMPQ       R11, $0x00000030
+	JE         summed
+	JMP        summed
 
 addwhole:
-	VPMOVZXWD    (R8)(R10*2), Y1
-	VPSLLD       $0x10, Y1, Y1
-	VPMOVZXWD    (R9)(R10*2), Y9
-	VPSLLD       $0x10, Y9, Y9
-	VADDPS       Y9, Y1, Y1
-	VPAND        avx2bfkept<>+0(SB), Y1, Y9
-	VPCMPEQD     avx2bfkept<>+0(SB), Y9, Y9
-	VPSUBD       Y9, Y1, Y9
-	VPADDD       avx2bfbias<>+0(SB), Y9, Y9
-	VPAND        avx2bfhigh<>+0(SB), Y9, Y9
-	VCMPPS       $0x03, Y1, Y1, Y1
-	VBLENDVPS    Y1, avx2bfnanhigh<>+0(SB), Y9, Y9
-	VPSRLD       $0x10, Y9, Y1
-	VEXTRACTI128 $0x01, Y1, X10
-	VPACKUSDW    X10, X1, X10
-	VMOVDQU      X10, (R9)(R10*2)
-	VADDPS       Y9, Y0, Y0
-	CMPQ         R11, $0x00000008
-	JE           addsummed
-	VPMOVZXWD    16(R8)(R10*2), Y1
-	VPSLLD       $0x10, Y1, Y1
-	VPMOVZXWD    16(R9)(R10*2), Y9
-	VPSLLD       $0x10, Y9, Y9
-	VADDPS       Y9, Y1, Y1
-	VPAND        avx2bfkept<>+0(SB), Y1, Y9
-	VPCMPEQD     avx2bfkept<>+0(SB), Y9, Y9
-	VPSUBD       Y9, Y1, Y9
-	VPADDD       avx2bfbias<>+0(SB), Y9, Y9
-	VPAND        avx2bfhigh<>+0(SB), Y9, Y9
-	VCMPPS       $0x03, Y1, Y1, Y1
-	VBLENDVPS    Y1, avx2bfnanhigh<>+0(SB), Y9, Y9
-	VPSRLD       $0x10, Y9, Y1
-	VEXTRACTI128 $0x01, Y1, X10
-	VPACKUSDW    X10, X1, X10
-	VMOVDQU      X10, 16(R9)(R10*2)
-	VADDPS       Y9, Y2, Y2
-	CMPQ         R11, $0x00000010
-	JE           addsummed
-	VPMOVZXWD    32(R8)(R10*2), Y1
-	VPSLLD       $0x10, Y1, Y1
-	VPMOVZXWD    32(R9)(R10*2), Y9
-	VPSLLD       $0x10, Y9, Y9
-	VADDPS       Y9, Y1, Y1
-	VPAND        avx2bfkept<>+0(SB), Y1, Y9
-	VPCMPEQD     avx2bfkept<>+0(SB), Y9, Y9
-	VPSUBD       Y9, Y1, Y9
-	VPADDD       avx2bfbias<>+0(SB), Y9, Y9
-	VPAND        avx2bfhigh<>+0(SB), Y9, Y9
-	VCMPPS       $0x03, Y1, Y1, Y1
-	VBLENDVPS    Y1, avx2bfnanhigh<>+0(SB), Y9, Y9
-	VPSRLD       $0x10, Y9, Y1
-	VEXTRACTI128 $0x01, Y1, X10
-	VPACKUSDW    X10, X1, X10
-	VMOVDQU      X10, 32(R9)(R10*2)
-	VADDPS       Y9, Y3, Y3
-	CMPQ         R11, $0x00000018
-	JE           addsummed
-	VPMOVZXWD    48(R8)(R10*2), Y1
-	VPSLLD       $0x10, Y1, Y1
-	VPMOVZXWD    48(R9)(R10*2), Y9
-	VPSLLD       $0x10, Y9, Y9
-	VADDPS       Y9, Y1, Y1
-	VPAND        avx2bfkept<>+0(SB), Y1, Y9
-	VPCMPEQD     avx2bfkept<>+0(SB), Y9, Y9
-	VPSUBD       Y9, Y1, Y9
-	VPADDD       avx2bfbias<>+0(SB), Y9, Y9
-	VPAND        avx2bfhigh<>+0(SB), Y9, Y9
-	VCMPPS       $0x03, Y1, Y1, Y1
-	VBLENDVPS    Y1, avx2bfnanhigh<>+0(SB), Y9, Y9
-	VPSRLD       $0x10, Y9, Y1
-	VEXTRACTI128 $0x01, Y1, X10
-	VPACKUSDW    X10, X1, X10
-	VMOVDQU      X10, 48(R9)(R10*2)
-	VADDPS       Y9, Y4, Y4
-	CMPQ         R11, $0x00000020
-	JE           addsummed
-	VPMOVZXWD    64(R8)(R10*2), Y1
-	VPSLLD       $0x10, Y1, Y1
-	VPMOVZXWD    64(R9)(R10*2), Y9
-	VPSLLD       $0x10, Y9, Y9
-	VADDPS       Y9, Y1, Y1
-	VPAND        avx2bfkept<>+0(SB), Y1, Y9
-	VPCMPEQD     avx2bfkept<>+0(SB), Y9, Y9
-	VPSUBD       Y9, Y1, Y9
-	VPADDD       avx2bfbias<>+0(SB), Y9, Y9
-	VPAND        avx2bfhigh<>+0(SB), Y9, Y9
-	VCMPPS       $0x03, Y1, Y1, Y1
-	VBLENDVPS    Y1, avx2bfnanhigh<>+0(SB), Y9, Y9
-	VPSRLD       $0x10, Y9, Y1
-	VEXTRACTI128 $0x01, Y1, X10
-	VPACKUSDW    X10, X1, X10
-	VMOVDQU      X10, 64(R9)(R10*2)
-	VADDPS       Y9, Y5, Y5
-	CMPQ         R11, $0x00000028
-	JE           addsummed
-	VPMOVZXWD    80(R8)(R10*2), Y1
-	VPSLLD       $0x10, Y1, Y1
-	VPMOVZXWD    80(R9)(R10*2), Y9
-	VPSLLD       $0x10, Y9, Y9
-	VADDPS       Y9, Y1, Y1
-	VPAND        avx2bfkept<>+0(SB), Y1, Y9
-	VPCMPEQD     avx2bfkept<>+0(SB), Y9, Y9
-	VPSUBD       Y9, Y1, Y9
-	VPADDD       avx2bfbias<>+0(SB), Y9, Y9
-	VPAND        avx2bfhigh<>+0(SB), Y9, Y9
-	VCMPPS       $0x03, Y1, Y1, Y1
-	VBLENDVPS    Y1, avx2bfnanhigh<>+0(SB), Y9, Y9
-	VPSRLD       $0x10, Y9, Y1
-	VEXTRACTI128 $0x01, Y1, X10
-	VPACKUSDW    X10, X1, X10
-	VMOVDQU      X10, 80(R9)(R10*2)
-	VADDPS       Y9, Y6, Y6
-	CMPQ         R11, $0x00000030
-	JE           addsummed
-	VPMOVZXWD    96(R8)(R10*2), Y1
-	VPSLLD       $0x10, Y1, Y1
-	VPMOVZXWD    96(R9)(R10*2), Y9
-	VPSLLD       $0x10, Y9, Y9
-	VADDPS       Y9, Y1, Y1
-	VPAND        avx2bfkept<>+0(SB), Y1, Y9
-	VPCMPEQD     avx2bfkept<>+0(SB), Y9, Y9
-	VPSUBD       Y9, Y1, Y9
-	VPADDD       avx2bfbias<>+0(SB), Y9, Y9
-	VPAND        avx2bfhigh<>+0(SB), Y9, Y9
-	VCMPPS       $0x03, Y1, Y1, Y1
-	VBLENDVPS    Y1, avx2bfnanhigh<>+0(SB), Y9, Y9
-	VPSRLD       $0x10, Y9, Y1
-	VEXTRACTI128 $0x01, Y1, X10
-	VPACKUSDW    X10, X1, X10
-	VMOVDQU      X10, 96(R9)(R10*2)
-	VADDPS       Y9, Y7, Y7
-	CMPQ         R11, $0x00000038
-	JE           addsummed
-	JMP          addsummed
+	VPUNPCKLWD (R8)(R10*2), Y1, Y9
+	VPUNPCKLWD (R9)(R10*2), Y1, Y10
+	VADDPS     Y10, Y9, Y9
+	VPAND      avx2bfkept<>+0(SB), Y9, Y10
+	VPCMPEQD   avx2bfkept<>+0(SB), Y10, Y10
+	VPSUBD     Y10, Y9, Y10
+	VPADDD     avx2bfbias<>+0(SB), Y10, Y10
+	VPAND      avx2bfhigh<>+0(SB), Y10, Y10
+	VCMPPS     $0x03, Y9, Y9, Y9
+	VBLENDVPS  Y9, avx2bfnanhigh<>+0(SB), Y10, Y10
+	VPUNPCKHWD (R8)(R10*2), Y1, Y9
+	VPUNPCKHWD (R9)(R10*2), Y1, Y11
+	VADDPS     Y11, Y9, Y9
+	VPAND      avx2bfkept<>+0(SB), Y9, Y11
+	VPCMPEQD   avx2bfkept<>+0(SB), Y11, Y11
+	VPSUBD     Y11, Y9, Y11
+	VPADDD     avx2bfbias<>+0(SB), Y11, Y11
+	VPAND      avx2bfhigh<>+0(SB), Y11, Y11
+	VCMPPS     $0x03, Y9, Y9, Y9
+	VBLENDVPS  Y9, avx2bfnanhigh<>+0(SB), Y11, Y11
+	VPSRLD     $0x10, Y10, Y9
+	VPSRLD     $0x10, Y11, Y12
+	VPACKUSDW  Y12, Y9, Y9
+	VMOVDQU    Y9, (R9)(R10*2)
+	VADDPS     Y10, Y0, Y0
+	VADDPS     Y11, Y2, Y2
+	CMPQ       R11, $0x00000010
+	JE         addsummed
+	VPUNPCKLWD 32(R8)(R10*2), Y1, Y9
+	VPUNPCKLWD 32(R9)(R10*2), Y1, Y10
+	VADDPS     Y10, Y9, Y9
+	VPAND      avx2bfkept<>+0(SB), Y9, Y10
+	VPCMPEQD   avx2bfkept<>+0(SB), Y10, Y10
+	VPSUBD     Y10, Y9, Y10
+	VPADDD     avx2bfbias<>+0(SB), Y10, Y10
+	VPAND      avx2bfhigh<>+0(SB), Y10, Y10
+	VCMPPS     $0x03, Y9, Y9, Y9
+	VBLENDVPS  Y9, avx2bfnanhigh<>+0(SB), Y10, Y10
+	VPUNPCKHWD 32(R8)(R10*2), Y1, Y9
+	VPUNPCKHWD 32(R9)(R10*2), Y1, Y11
+	VADDPS     Y11, Y9, Y9
+	VPAND      avx2bfkept<>+0(SB), Y9, Y11
+	VPCMPEQD   avx2bfkept<>+0(SB), Y11, Y11
+	VPSUBD     Y11, Y9, Y11
+	VPADDD     avx2bfbias<>+0(SB), Y11, Y11
+	VPAND      avx2bfhigh<>+0(SB), Y11, Y11
+	VCMPPS     $0x03, Y9, Y9, Y9
+	VBLENDVPS  Y9, avx2bfnanhigh<>+0(SB), Y11, Y11
+	VPSRLD     $0x10, Y10, Y9
+	VPSRLD     $0x10, Y11, Y12
+	VPACKUSDW  Y12, Y9, Y9
+	VMOVDQU    Y9, 32(R9)(R10*2)
+	VADDPS     Y10, Y3, Y3
+	VADDPS     Y11, Y4, Y4
+	CMPQ       R11, $0x00000020
+	JE         addsummed
+	VPUNPCKLWD 64(R8)(R10*2), Y1, Y9
+	VPUNPCKLWD 64(R9)(R10*2), Y1, Y10
+	VADDPS     Y10, Y9, Y9
+	VPAND      avx2bfkept<>+0(SB), Y9, Y10
+	VPCMPEQD   avx2bfkept<>+0(SB), Y10, Y10
+	VPSUBD     Y10, Y9, Y10
+	VPADDD     avx2bfbias<>+0(SB), Y10, Y10
+	VPAND      avx2bfhigh<>+0(SB), Y10, Y10
+	VCMPPS     $0x03, Y9, Y9, Y9
+	VBLENDVPS  Y9, avx2bfnanhigh<>+0(SB), Y10, Y10
+	VPUNPCKHWD 64(R8)(R10*2), Y1, Y9
+	VPUNPCKHWD 64(R9)(R10*2), Y1, Y1
+	VADDPS     Y1, Y9, Y9
+	VPAND      avx2bfkept<>+0(SB), Y9, Y1
+	VPCMPEQD   avx2bfkept<>+0(SB), Y1, Y1
+	VPSUBD     Y1, Y9, Y1
+	VPADDD     avx2bfbias<>+0(SB), Y1, Y1
+	VPAND      avx2bfhigh<>+0(SB), Y1, Y1
+	VCMPPS     $0x03, Y9, Y9, Y9
+	VBLENDVPS  Y9, avx2bfnanhigh<>+0(SB), Y1, Y1
+	VPSRLD     $0x10, Y10, Y9
+	VPSRLD     $0x10, Y1, Y11
+	VPACKUSDW  Y11, Y9, Y9
+	VMOVDQU    Y9, 64(R9)(R10*2)
+	VADDPS     Y10, Y5, Y5
+	VADDPS     Y1, Y6, Y6
+	CMPQ       R11, $0x00000030
+	JE         addsummed
+	JMP        addsummed
 
 sqwhole:
-	VPMOVZXWD (R8)(R10*2), Y9
-	VPSLLD    $0x10, Y9, Y9
-	VSUBPS    Y1, Y9, Y9
-	VMULPS    Y9, Y9, Y9
-	VADDPS    Y9, Y0, Y0
-	CMPQ      R11, $0x00000008
-	JE        sqsummed
-	VPMOVZXWD 16(R8)(R10*2), Y9
-	VPSLLD    $0x10, Y9, Y9
-	VSUBPS    Y1, Y9, Y9
-	VMULPS    Y9, Y9, Y9
-	VADDPS    Y9, Y2, Y2
-	CMPQ      R11, $0x00000010
-	JE        sqsummed
-	VPMOVZXWD 32(R8)(R10*2), Y9
-	VPSLLD    $0x10, Y9, Y9
-	VSUBPS    Y1, Y9, Y9
-	VMULPS    Y9, Y9, Y9
-	VADDPS    Y9, Y3, Y3
-	CMPQ      R11, $0x00000018
-	JE        sqsummed
-	VPMOVZXWD 48(R8)(R10*2), Y9
-	VPSLLD    $0x10, Y9, Y9
-	VSUBPS    Y1, Y9, Y9
-	VMULPS    Y9, Y9, Y9
-	VADDPS    Y9, Y4, Y4
-	CMPQ      R11, $0x00000020
-	JE        sqsummed
-	VPMOVZXWD 64(R8)(R10*2), Y9
-	VPSLLD    $0x10, Y9, Y9
-	VSUBPS    Y1, Y9, Y9
-	VMULPS    Y9, Y9, Y9
-	VADDPS    Y9, Y5, Y5
-	CMPQ      R11, $0x00000028
-	JE        sqsummed
-	VPMOVZXWD 80(R8)(R10*2), Y9
-	VPSLLD    $0x10, Y9, Y9
-	VSUBPS    Y1, Y9, Y9
-	VMULPS    Y9, Y9, Y9
-	VADDPS    Y9, Y6, Y6
-	CMPQ      R11, $0x00000030
-	JE        sqsummed
-	VPMOVZXWD 96(R8)(R10*2), Y9
-	VPSLLD    $0x10, Y9, Y9
-	VSUBPS    Y1, Y9, Y9
-	VMULPS    Y9, Y9, Y9
-	VADDPS    Y9, Y7, Y7
-	CMPQ      R11, $0x00000038
-	JE        sqsummed
-	JMP       sqsummed
+	VPUNPCKLWD (R8)(R10*2), Y9, Y10
+	VSUBPS     Y1, Y10, Y10
+	VMULPS     Y10, Y10, Y10
+	VADDPS     Y10, Y0, Y0
+	VPUNPCKHWD (R8)(R10*2), Y9, Y10
+	VSUBPS     Y1, Y10, Y10
+	VMULPS     Y10, Y10, Y10
+	VADDPS     Y10, Y2, Y2
+	CMPQ       R11, $0x00000010
+	JE         sqsummed
+	VPUNPCKLWD 32(R8)(R10*2), Y9, Y10
+	VSUBPS     Y1, Y10, Y10
+	VMULPS     Y10, Y10, Y10
+	VADDPS     Y10, Y3, Y3
+	VPUNPCKHWD 32(R8)(R10*2), Y9, Y10
+	VSUBPS     Y1, Y10, Y10
+	VMULPS     Y10, Y10, Y10
+	VADDPS     Y10, Y4, Y4
+	CMPQ       R11, $0x00000020
+	JE         sqsummed
+	VPUNPCKLWD 64(R8)(R10*2), Y9, Y10
+	VSUBPS     Y1, Y10, Y10
+	VMULPS     Y10, Y10, Y10
+	VADDPS     Y10, Y5, Y5
+	VPUNPCKHWD 64(R8)(R10*2), Y9, Y9
+	VSUBPS     Y1, Y9, Y9
+	VMULPS     Y9, Y9, Y9
+	VADDPS     Y9, Y6, Y6
+	CMPQ       R11, $0x00000030
+	JE         sqsummed
+	JMP        sqsummed
 
 bf16nan39:
 	VPAND     avx2bfkept<>+0(SB), Y7, Y11

@@ -134,6 +134,9 @@ type gen struct {
 	// zeroW, while the sum pass of bfloat16 rows on AVX2 is emitted, holds zero words that
 	// VPUNPCKLWD and VPUNPCKHWD put under the row's words (see unpacks).
 	zeroW VecVirtual
+	// accUnpacked says that the accumulators sumSquares has just returned come from an unpacked
+	// pass, their partials out of order, until partial reduces them.
+	accUnpacked bool
 	// highW, while a sum pass that widens bfloat16 rows in even and odd halves is emitted
 	// (evenOdd), holds 0xffff0000 in every lane, which keeps the odd elements of a pair of
 	// vectors.
@@ -405,14 +408,13 @@ func (g *gen) pfOffset(rows int) GPVirtual {
 // sumRows sums the squares of the rows the row part picked, into acc. A group's rows leave their
 // partly reduced partials in g.q; one row goes on to invOne with them in the register returned.
 func (g *gen) sumRows(acc []VecVirtual) VecVirtual {
-	s := g.s
 	Label("sum")
 	xr := GP64()
 	MOVQ(g.x, xr)
 	k := GP64() // byte offset of the row's slot in g.q
 	XORQ(k, k)
 	Label("sumrow")
-	p := s.partial(g.sumSquares(acc, xr, nil))
+	p := g.partial(g.sumSquares(acc, xr, nil))
 	g.groupRowDone(p, xr, k, "invone", "sumrow", "invgroup")
 	return p
 }
@@ -446,7 +448,7 @@ func (g *gen) sumAddRow(acc []VecVirtual) {
 	xr, rr := GP64(), GP64()
 	MOVQ(g.res, xr) // the job's x
 	MOVQ(g.x, rr)   // the job's res
-	g.s.partial(g.sumSquares(acc, xr, rr))
+	g.partial(g.sumSquares(acc, xr, rr))
 	JMP(LabelRef(next))
 }
 
@@ -621,26 +623,44 @@ func (g *gen) sumSquares(acc []VecVirtual, xr, rr GPVirtual) []VecVirtual {
 		g.unpermuteEvenOdd(acc)
 		Label(g.l("ordered"))
 	}
-	if g.zeroW != nil {
-		Comment("The partials back in order: 16c..16c+7 in acc[2c], 16c+8..16c+15 in acc[2c+1].")
-		for c := 0; c < len(acc); c += 2 {
-			lo, hi, t := acc[c], acc[c+1], XMM()
-			VEXTRACTF128(U8(1), lo, t)
-			VINSERTF128(U8(1), hi.AsX(), lo, lo) // lo's low half and hi's
-			VINSERTF128(U8(0), t, hi, hi)        // lo's high half and hi's
-		}
-	}
+	g.accUnpacked = g.zeroW != nil
 	return acc
 }
 
+// partial is s.partial for the accumulators of a sum pass (sumSquares). Those of a pass that
+// unpacks its bfloat16 words (unpacks) hold each pair's partials out of order; the first two steps
+// of the halving tree (h = 32, 16) add vector to vector, lane to lane, which the order does not
+// change, and leave one pair, which is put back in order (partials 0..7 in acc[0], 8..15 in
+// acc[1]) before the third. Putting the four pairs back before the tree took twelve instructions where
+// this takes three: LayerNorm's rows of 64 bfloat16 elements, whose two sum passes both unpack,
+// measured 4% slower than widening in the row's order with the twelve.
+func (g *gen) partial(acc []VecVirtual) VecVirtual {
+	if !g.accUnpacked {
+		return g.s.partial(acc)
+	}
+	g.accUnpacked = false
+	for _, h := range []int{4, 2} { // h = 32, 16 partials
+		for k := 0; k < h; k++ {
+			VADDPS(acc[k+h], acc[k], acc[k])
+		}
+	}
+	Comment("The partials back in order: 0..7 in acc[0], 8..15 in acc[1].")
+	lo, hi, t := acc[0], acc[1], XMM()
+	VEXTRACTF128(U8(1), lo, t)
+	VINSERTF128(U8(1), hi.AsX(), lo, lo) // lo's low half and hi's
+	VINSERTF128(U8(0), t, hi, hi)        // lo's high half and hi's
+	VADDPS(hi, lo, lo)                   // h = 8
+	return lo
+}
+
 // unpacks reports whether the sum pass being emitted widens bfloat16 words with VPUNPCKLWD and
-// VPUNPCKHWD against zero words (AVX2, bfloat16 rows, RMSNorm's sum passes): one in-lane shuffle
+// VPUNPCKHWD against zero words (AVX2, bfloat16 rows, every sum pass): one in-lane shuffle
 // per vector from one load per pair, where VPMOVZXWD and VPSLLD take two instructions per vector,
 // both on the two pipes of Zen 3 that shuffle and shift. The shuffle is in-lane: of the 16 elements
 // 16c..16c+15 of a pair, vector 2c gets 16c+0..3 and 16c+8..11, vector 2c+1 16c+4..7 and
 // 16c+12..15. Each lane still takes one partial's elements in order, so the sum is the same once
-// sumSquares puts the partials back in order at the end of the row (with VEXTRACTF128 and
-// VINSERTF128, which every Zen runs in one micro-op, where VPERM2F128 takes eight on Zen 2).
+// partial puts the partials back in order (with VEXTRACTF128 and VINSERTF128, which every Zen runs
+// in one micro-op, where VPERM2F128 takes eight on Zen 2).
 // ForwardBF16 on a Zen 3, alternated with Forward in one process (41 rounds, two runs): 1x4096
 // 1128-1142 -> 1020-1051 ns, 1.99-2.03x Forward's time -> 1.85-1.86x; 1x1024 2.75-2.78x ->
 // 2.54-2.59x; 1x128 1.56x -> 1.48-1.54x. llvm-mca's cycles per block of 64 elements: Zen 3 17.4 ->
@@ -648,6 +668,13 @@ func (g *gen) sumSquares(acc []VecVirtual, xr, rr GPVirtual) []VecVirtual {
 // unpack alike, and h goes back to res with a VPACKUSDW of the pair (addUnpackedPair), where a
 // store of each vector took a VPSRLD, a VEXTRACTI128 and a VPACKUSDW: ApplyBF16 with a residual, in
 // place, min of twelve interleaved runs, 1x4096 2046 -> 1756 ns, 1x128 unchanged (122 -> 123).
+// LayerNorm's two sum passes (the sum, the centered squares) unpack the same way; on the Zen 3,
+// old and new test binaries interleaved three times, Norm.ForwardBF16 with Center, weight and
+// bias: 1x4096 1301-1365 -> 1185-1269 ns, 1x1024 366-368 -> 337-343, 2048x4096 2.76-2.79 ->
+// 2.52-2.74 ms, 64x768 16.9-17.1 -> 15.7-16.7 us, 64x160 4.07-4.10 -> 3.85-3.91 us, 32768x128
+// 1.74-1.81 -> 1.67-1.68 ms; rows of 96 even; of 100 (a tail through the copy) 5.20-5.31 -> 5.50-5.53
+// us for 64 rows, and one row of 64 78.3-79.0 -> 80.3-84.8 ns (the latency of putting the pair
+// back in order, in each of the two passes).
 //
 // The scale loops of RMSNorm's bfloat16 rows unpack too (scaleUnpacks), with the weight gathered
 // into the lanes' order by a VBROADCASTF128 and a VBLENDPS per vector (applyWeightAt). An earlier
@@ -656,7 +683,7 @@ func (g *gen) sumSquares(acc []VecVirtual, xr, rr GPVirtual) []VecVirtual {
 // Skylake, Ice Lake and Alder Lake, 1% slower on Haswell. LayerNorm's scale loops (the bias would
 // need the same gathering) and the tails widen with load.
 func (g *gen) unpacks() bool {
-	return g.s == avx2 && g.in() == spec.BF16 && !g.v.Layer && g.op == accSquares
+	return g.s == avx2 && g.in() == spec.BF16
 }
 
 // block adds the squares of the 64 elements from element i of the row at xr to the

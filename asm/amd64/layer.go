@@ -62,7 +62,7 @@ func (g *gen) layerSums(acc []VecVirtual) VecVirtual {
 		Label("meanrow")
 	}
 	g.op = accSum
-	p := s.partial(g.sumSquares(acc, xr, nil))
+	p := g.partial(g.sumSquares(acc, xr, nil))
 	g.op = accSquares
 	if groups {
 		g.groupRowDone(p, xr, k, "mean", "meanrow", "meangroup")
@@ -100,7 +100,7 @@ func (g *gen) layerSums(acc []VecVirtual) VecVirtual {
 		Label("sqrow")
 	}
 	g.lp, g.op = "sq", accCentered
-	p = s.partial(g.sumSquares(acc, xr, nil))
+	p = g.partial(g.sumSquares(acc, xr, nil))
 	g.lp, g.op = "", accSquares
 	if groups {
 		g.groupRowDone(p, xr, k, "invone", "sqnext", "invgroup")
@@ -165,7 +165,8 @@ func (g *gen) accumulateMasked(a, t VecVirtual, k Op) {
 // slotTailCentered is slotTail for the centered pass of AVX2: the last rem (1..63) elements from
 // element i are copied to the slot and summed there, each vector's lanes from rem on cleared
 // after the subtraction (a zero lane would add m*m). Its own block, with the lane masks, rather
-// than the loop's.
+// than the loop's; in an unpacked pass (unpacks) the lanes of each pair hold its elements out of
+// order, and the masks follow (constIotaUnpacked).
 func (g *gen) slotTailCentered(acc []VecVirtual, xr, i, rem GPVirtual) {
 	s := g.s
 	src, sx := GP64(), GP64()
@@ -176,11 +177,27 @@ func (g *gen) slotTailCentered(acc []VecVirtual, xr, i, rem GPVirtual) {
 	nv := s.vec()
 	VMOVQ(rem, n)
 	VPBROADCASTD(n, nv)
+	iota := constIota
+	if g.zeroW != nil {
+		iota = constIotaUnpacked
+	}
+	var words VecVirtual // unpacked: the pair's words, loaded once
 	for k := range acc {
 		t, keep := s.vec(), s.vec()
-		g.load(Mem{Base: sx, Disp: k * g.vstep()}, t)
+		switch {
+		case g.zeroW != nil && k%2 == 0:
+			// One load of the pair: the copy was stored in pieces, and a load that spans
+			// several of them waits for them all (no store forwarding), once per pair this way.
+			words = s.vec()
+			VMOVDQU(Mem{Base: sx, Disp: k * g.vstep()}, words)
+			VPUNPCKLWD(words, g.zeroW, t)
+		case g.zeroW != nil:
+			VPUNPCKHWD(words, g.zeroW, t)
+		default:
+			g.load(Mem{Base: sx, Disp: k * g.vstep()}, t)
+		}
 		VSUBPS(g.mv, t, t)
-		VPCMPGTD(constIota.Offset(4*k*s.lanes), nv, keep) // lane index < rem
+		VPCMPGTD(iota.Offset(4*k*s.lanes), nv, keep) // the lane's element index < rem
 		VANDPS(keep, t, t)
 		VMULPS(t, t, t)
 		VADDPS(t, acc[k], acc[k])
@@ -269,12 +286,18 @@ func (g *gen) addBiasAt(t VecVirtual, m Mem) {
 	Label(skip)
 }
 
-// constIota holds the int32 lane indexes 0..63 (slotTailCentered's masks).
-var constIota Mem
+// constIota holds the int32 lane indexes 0..63 (slotTailCentered's masks), constIotaUnpacked the
+// element index each lane of a block of bfloat16 elements unpacked on AVX2 holds (unpacks).
+var constIota, constIotaUnpacked Mem
 
 func declareLayerConstants() {
 	constIota = GLOBL("iota64", RODATA|NOPTR)
 	for k := 0; k < block; k++ {
 		DATA(4*k, U32(uint32(k)))
+	}
+	constIotaUnpacked = GLOBL("iota64unpacked", RODATA|NOPTR)
+	for q := 0; q < block; q++ {
+		k, j := q/8, q%8 // lane j of vector k; vector 2c+h holds 16c+4h+0..3 and 16c+4h+8..11
+		DATA(4*q, U32(uint32(16*(k/2)+4*(k%2)+j%4+8*(j/4))))
 	}
 }

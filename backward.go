@@ -296,7 +296,7 @@ func (j *job) runBackward(k kernelID, workers int) {
 	if j.dst == nil {
 		buffers = 2
 	}
-	w := workersFor(workers, buffers*uintptr(j.rows)*uintptr(j.d)*4, blocks)
+	w := workersFor(workers, buffers*uintptr(j.rows)*uintptr(j.d)*4, blocks, workerBytes.backward)
 	if w <= 1 {
 		var acc, accB, scratch *[]float32
 		if j.dw != nil && j.rows > 1 {

@@ -24,7 +24,7 @@ type backwardCase struct {
 // splitAll makes every call with Workers > 1 split, whatever its size, for the rest of the test.
 func splitAll(t testing.TB) {
 	saved := workerBytes
-	workerBytes = 1
+	workerBytes = workerShare{1, 1}
 	t.Cleanup(func() { workerBytes = saved })
 }
 

@@ -46,3 +46,8 @@ var (
 	backPipe      = streamrule.BackwardPipe(streamrule.Host())
 	backPipeAbove = [2]int{streamrule.BackwardPipeAbove, streamrule.BackwardPipeInPlaceAbove}
 )
+
+// workerBytes is the least memory of rows (read and written) a goroutine of a call split by
+// Norm.Workers moves, as streamrule decides from cpuid (see workers.go). A variable so that tests
+// can split small calls.
+var workerBytes = workerShares(streamrule.Workers(streamrule.Host()))

@@ -27,3 +27,6 @@ var (
 	backPipe      = false
 	backPipeAbove = [2]int{streamrule.BackwardPipeAbove, streamrule.BackwardPipeInPlaceAbove}
 )
+
+// workerBytes is streamrule.Workers' rule for a CPU it knows nothing of (see memory_asm.go).
+var workerBytes = workerShares(streamrule.Workers(streamrule.CPU{}))

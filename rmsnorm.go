@@ -263,9 +263,10 @@
 //
 // Norm.Workers lets one call use several goroutines. Rows are normalized independently, so the
 // forward forms split them at any row; Backward splits them at the blocks of step 5 and adds the
-// blocks' partial sums to DW (and DB) in block order afterwards. A call uses one goroutine per 12 MiB of
-// rows it reads and writes, up to Workers: waking a goroutine costs microseconds, more than the
-// work it would take over below that (README: Workers).
+// blocks' partial sums to DW (and DB) in block order afterwards. A call uses one goroutine per 12 MiB
+// of rows it reads and writes (on Zen 3, 16 MiB for the forward forms and 6 MiB for Backward), up
+// to Workers: waking a goroutine costs microseconds, more than the work it would take over below
+// that (README: Workers).
 //
 // # Kernels
 //

@@ -11,28 +11,23 @@ import (
 //
 // A split costs the start of the goroutines: about 0.2 us when the other cores are busy or have
 // just been (the runtime keeps an idle thread spinning for a while), but 6-10 us once they have
-// been idle for 10 us or more and their threads sleep in the kernel (measured on a 2-vCPU AMD EPYC
-// Zen 5 virtual machine, Linux). On that machine a two-way split only paid where the rows did not
-// fit the 32 MiB L3 (two cores draw more memory bandwidth than one; in cache, the two vCPUs gained
-// nothing), as BenchmarkWorkers shows, forced split against one goroutine:
-//
-//	rows x 4096    forward          backward
-//	64             0.87x            0.84x
-//	256            0.91x            0.96x
-//	512            0.99x            1.53x
-//	1024           1.34x            1.90x
-//	2048           1.30x            1.42x
-//	16384          1.25x            1.18x
-//
-// So a goroutine takes at least workerBytes of rows read and written: 12 MiB.
+// been idle for 10 us or more and their threads sleep in the kernel. So a goroutine takes at least
+// workerBytes of rows read and written, which streamrule.Workers sets from cpuid (12 MiB, on Zen 3
+// 16 MiB for the forward forms and 6 MiB for Backward; its doc has the measurements).
 
-// workerBytes is the least memory (rows read and written) a goroutine of a split call moves.
-var workerBytes uintptr = 12 << 20 // a variable so that tests can split small calls
+// workerShare is the least memory of rows (read and written) a goroutine of a split forward call
+// and of a split Backward moves.
+type workerShare struct{ forward, backward uintptr }
+
+// workerShares makes a workerShare of streamrule.Workers' two sizes.
+func workerShares(forward, backward int) workerShare {
+	return workerShare{uintptr(forward), uintptr(backward)}
+}
 
 // workersFor returns how many goroutines a call moving bytes of rows should use: at most
-// workers, at most units, and no more than one per workerBytes.
-func workersFor(workers int, bytes uintptr, units int) int {
-	w := min(workers, units, int(bytes/workerBytes))
+// workers, at most units, and no more than one per share bytes.
+func workersFor(workers int, bytes uintptr, units int, share uintptr) int {
+	w := min(workers, units, int(bytes/share))
 	return max(w, 1)
 }
 
@@ -47,7 +42,7 @@ func (j *job) runWorkers(k kernelID, workers int) {
 	if j.res != nil {
 		b += j.format.in().size() * uintptr(j.d)
 	}
-	w := workersFor(workers, b*uintptr(j.rows), j.rows)
+	w := workersFor(workers, b*uintptr(j.rows), j.rows, workerBytes.forward)
 	if w <= 1 {
 		j.run()
 		return

@@ -30,6 +30,9 @@ type machine struct {
 	// (internal/streamrule); zero when only the generic kernel runs.
 	StreamBytes int    `json:"stream_bytes,omitempty"`
 	streamWhy   string // why StreamBytes is that
+	// WorkerBytes is how much memory of rows, read and written, a goroutine of a call that
+	// Norm.Workers splits moves at least: for the forward forms and for Backward.
+	WorkerBytes [2]int `json:"worker_bytes"`
 }
 
 // relevantFeatures are the cpuid features the kernels depend on (dispatch reads AVX, AVX2, F16C,
@@ -56,6 +59,9 @@ func describeMachine() machine {
 	if slices.ContainsFunc(m.Kernels, func(k string) bool { return k != "generic" }) {
 		// The package's own threshold, from the same reading of cpuid (memory_asm.go).
 		m.StreamBytes, m.streamWhy = streamrule.Bytes(streamrule.Host())
+		m.WorkerBytes[0], m.WorkerBytes[1] = streamrule.Workers(streamrule.Host())
+	} else {
+		m.WorkerBytes[0], m.WorkerBytes[1] = streamrule.Workers(streamrule.CPU{}) // memory_noasm.go
 	}
 	if m.CPU == "" {
 		m.CPU = "unknown (" + runtime.GOARCH + ")"

@@ -171,8 +171,12 @@ func (b *bench) printTableHead() {
 		b.printf("LayerNorm: a Norm with Center, Weight and Bias (eps 1e-12), against copy() and against RMSNorm\n")
 	}
 	if b.workers > 0 {
-		b.printf("calls through a Norm with Workers: %d (one goroutine per 12 MiB of rows read and written, at most %d)\n",
-			b.workers, b.workers)
+		share := b.rep.Machine.WorkerBytes[0]
+		if b.backward {
+			share = b.rep.Machine.WorkerBytes[1]
+		}
+		b.printf("calls through a Norm with Workers: %d (one goroutine per %s of rows read and written on this machine, at most %d)\n",
+			b.workers, size(share), b.workers)
 	}
 	head := fmt.Sprintf("%-12s %-14s %s %9s %8s", "shape", "kernel", minMedianHead("ns/row"), "GB/s", "x copy")
 	for _, c := range b.extraColumns() {

@@ -4,8 +4,9 @@
 // next float32 (or float16) row inside the scale pass of the row before (Pipe; PipeAbove for
 // RMSNorm's rows, PipeMinTo16 for float32 rows written as float16), whether the backward kernels
 // prefetch 1 KiB ahead (Ahead), and which calls of float32 rows, in cache or streamed, go one row
-// at a time through the kernels' one-row path (Rows). The package uses it at init, and the bench
-// command prints the streaming threshold (Bytes); nothing else of the module needs it.
+// at a time through the kernels' one-row path (Rows), and how much memory a goroutine of a call
+// split by Norm.Workers moves (Workers). The package uses it at init, and the bench command prints
+// the streaming threshold (Bytes) and the split's (Workers); nothing else of the module needs it.
 package streamrule
 
 import "github.com/klauspost/cpuid/v2"
@@ -423,3 +424,47 @@ const (
 	BackwardPipeAbove        = 512
 	BackwardPipeInPlaceAbove = 128
 )
+
+// Workers returns how much memory of rows (read and written) one goroutine of a call split by
+// Norm.Workers moves at least: forward for the forward forms, backward for Backward; a call takes
+// one goroutine per that much. Waking a goroutine costs about 0.2 us when the other cores are busy
+// or have just been, and 6-10 us once their threads sleep; what a second core gives depends on
+// the caches. Zen 3 splits its forward calls from 16 MiB and its backward calls from 6 MiB a
+// goroutine; every other CPU from 12 MiB, as measured on a Zen 5.
+//
+// Measured on an AMD EPYC Zen 5 (a 2-vCPU virtual machine, 32 MiB of L3), BenchmarkWorkers, a
+// two-way split forced against one goroutine, the speed of the split (rows x 4096, float32):
+//
+//	rows    forward   backward (Inv, DW)
+//	64      0.87x     0.84x
+//	256     0.91x     0.96x
+//	512     0.99x     1.53x
+//	1024    1.34x     1.90x
+//	2048    1.30x     1.42x
+//	16384   1.25x     1.18x
+//
+// So 12 MiB: a backward of 256 rows (12 MiB of x, dy and dx) stays on one goroutine, one of 512
+// splits; a forward of 512 rows (16 MiB of x and y) stays, one of 1024 splits. On the Zen 3 of
+// Bytes, 2026-12-05, the split against one goroutine alternated in one process, 41 pairs of ten
+// calls, the median ratio of the times (split over one; below 1 the split is faster):
+//
+//	rows    forward          backward
+//	128     1.07 (6 MiB)     1.09 (6 MiB)
+//	192     1.10             0.96 (9 MiB)
+//	256     1.09             0.84 (12 MiB)
+//	320     1.04             0.79
+//	384     0.98             0.75
+//	512     1.05, 1.05       0.69
+//	768     1.03 (24 MiB)
+//	1024    0.75 (32 MiB)
+//	1536    0.86
+//	2048    0.79
+//
+// There the backward gains from 9-12 MiB, and the forward only once the rows stream (from 16 MiB,
+// half the L3): a forward of 768 rows, which 12 MiB would split, was 3% slower split.
+func Workers(c CPU) (forward, backward int) {
+	if zen3(c) {
+		return 16 << 20, 6 << 20
+	}
+	return 12 << 20, 12 << 20
+}

@@ -55,6 +55,13 @@ func TestBytes(t *testing.T) {
 		if r := Rows(c.cpu); r != want {
 			t.Errorf("%s: Rows(%+v) = %+v; want %+v", c.name, c.cpu, r, want)
 		}
+		wantF, wantB := 12*mib, 12*mib
+		if c.pipe && c.above == 0 { // Zen 3, of Pipe's CPUs
+			wantF, wantB = 16*mib, 6*mib
+		}
+		if f, b := Workers(c.cpu); f != wantF || b != wantB {
+			t.Errorf("%s: Workers(%+v) = %d, %d; want %d, %d", c.name, c.cpu, f, b, wantF, wantB)
+		}
 	}
 }
 

@@ -70,7 +70,8 @@ func TestBF16RoundingTies(t *testing.T) {
 	for _, d := range dims {
 		tc := tieCase{d: d}
 		for _, tc.c = range forms {
-			for _, tc.eps = range []float32{0, epsOdd, epsEven} {
+			for _, e := range []struct{ eps, inv float32 }{{0, 1}, {epsOdd, invOdd}, {epsEven, invEven}} {
+				tc.eps, tc.inv = e.eps, e.inv
 				for _, tc.center = range []bool{false, true} {
 					for _, tc.bias = range []bool{false, true} {
 						for _, tc.nan = range []bool{false, true} {
@@ -92,7 +93,7 @@ func TestBF16RoundingTies(t *testing.T) {
 }
 
 // tieRows is the number of rows of each call of TestBF16RoundingTies.
-const tieRows = 3
+const tieRows = 5 // a group of four rows and one more: both ways the AVX2 kernels sum short rows
 
 // tieLayout is how a call of TestBF16RoundingTies lays out and streams its rows: back to back in
 // cache, back to back streamed (withStreaming), or strided (6 elements between rows), which takes
@@ -111,6 +112,7 @@ type tieCase struct {
 	d      int
 	c      vcase
 	eps    float32
+	inv    float32 // what inv is with eps on rows without a residual
 	center bool
 	bias   bool // a Bias of zeros: y keeps its ties, and the loops that add a bias run
 	nan    bool // NaN weights and biases (every 37th, 41st): their vectors take the out-of-line rounding
@@ -157,30 +159,38 @@ func (tc tieCase) check(t *testing.T) int {
 			n.Bias[i] = float32(math.NaN())
 		}
 	}
-	run := func(k kernelID) (y, h []uint16) {
-		y = make([]uint16, size)
+	// run returns y, and the residual h as the call left it: bfloat16 rows (ApplyBF16), or float32
+	// ones (ApplyToBF16, hf), and each row's inv.
+	run := func(k kernelID) (y, h []uint16, hf, inv []float32) {
+		y, inv = make([]uint16, size), make([]float32, tieRows)
 		withStreaming(tc.layout == streamed, func() {
 			if tc.f == formatToBF16 {
-				var r []float32
 				if tc.c.residual {
-					r = slices.Clone(res)
+					hf = slices.Clone(res)
 				}
-				applyKernel(k, &n, tc.f, &rowsOf[uint16, float32]{Dst: y, X: x, Residual: r, N: tieRows, Stride: stride})
-				h = narrowAll(r, formatBF16) // for the comparison only
+				applyKernel(k, &n, tc.f, &rowsOf[uint16, float32]{Dst: y, X: x, Residual: hf, Inv: inv, N: tieRows, Stride: stride})
 				return
 			}
 			if tc.c.residual {
 				h = narrowAll(res, formatBF16)
 			}
-			applyRowsWith(k, &n, tc.f, y, narrowAll(x, formatBF16), h, nil, tieRows, stride)
+			applyRowsWith(k, &n, tc.f, y, narrowAll(x, formatBF16), h, inv, tieRows, stride)
 		})
-		return y, h
+		return y, h, hf, inv
 	}
 	name := map[format]string{formatBF16: "ApplyBF16", formatToBF16: "ApplyToBF16"}[tc.f]
-	ctx := fmt.Sprintf("%s d=%d eps=%g %s center=%v bias=%v nan=%v layout=%d", name, tc.d, tc.eps, tc.c, tc.center,
-		tc.bias, tc.nan, tc.layout)
-	wantY, wantH := run(kernelGeneric)
-	if !tc.c.residual && tc.eps == 0 && !tc.nan && tc.layout != strided { // the premise
+	form := map[weightMode]string{weighted: "weight", offset: "1+weight", unweighted: "no weight"}[tc.c.mode]
+	ctx := fmt.Sprintf("%s d=%d eps=%g %s RoundNormalized=%v residual=%v center=%v bias=%v nan=%v layout=%d", name, tc.d,
+		tc.eps, form, tc.c.rn, tc.c.residual, tc.center, tc.bias, tc.nan, tc.layout)
+	wantY, wantH, wantHF, wantInv := run(kernelGeneric)
+	if !tc.c.residual { // the premise: inv as chosen
+		for r, v := range wantInv {
+			if v != tc.inv {
+				t.Fatalf("%s: generic's inv[%d] = %v (%#x), not %v", ctx, r, v, math.Float32bits(v), tc.inv)
+			}
+		}
+	}
+	if !tc.c.residual && tc.eps == 0 && !tc.nan && tc.layout != strided { // so y is ±w' rounded once
 		for i, v := range x {
 			wp := float32(1)
 			if n.Weight != nil {
@@ -195,9 +205,17 @@ func (tc tieCase) check(t *testing.T) int {
 		}
 	}
 	for _, k := range testKernels() {
-		y, h := run(k)
+		y, h, hf, inv := run(k)
 		check16Exact(t, k.name()+" "+ctx+" y", y, wantY)
 		check16Exact(t, k.name()+" "+ctx+" residual", h, wantH)
+		for _, p := range []struct {
+			what      string
+			got, want []float32
+		}{{"residual", hf, wantHF}, {"inv", inv, wantInv}} {
+			if i := firstDiff(p.got, p.want); i >= 0 {
+				t.Fatalf("%s %s: %s[%d] = %v, generic gives %v", k.name(), ctx, p.what, i, p.got[i], p.want[i])
+			}
+		}
 	}
 	return len(testKernels())
 }

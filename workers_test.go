@@ -458,6 +458,45 @@ func TestWorkersBelowThreshold(t *testing.T) {
 	}
 }
 
+// The forward forms and Backward take their shares of a split apart (workerShare, from
+// streamrule.Workers): with one share 1 byte and the other larger than any call, only the calls
+// of the first kind split.
+func TestWorkersShares(t *testing.T) {
+	const d, rows, n = 128, 64, 20
+	in := newWorkersInput(d, rows, d, weighted)
+	y, inv, dx, dw := make([]float32, len(in.x)), make([]float32, rows), make([]float32, len(in.x)), make([]float32, d)
+	nw := in.norm(8)
+	forward := func() { nw.Apply(Rows{Dst: y, X: in.x, Inv: inv}) }
+	backward := func() { nw.Backward(Grad{DX: dx, X: in.x, DY: in.dy, Inv: inv, DW: dw}) }
+	saved := workerBytes
+	defer func() { workerBytes = saved }()
+	for _, c := range []struct {
+		name               string
+		share              workerShare
+		splitFwd, splitBwd bool
+	}{
+		{"forward share 1", workerShare{forward: 1, backward: math.MaxInt}, true, false},
+		{"backward share 1", workerShare{forward: math.MaxInt, backward: 1}, false, true},
+	} {
+		workerBytes = c.share
+		for _, call := range []struct {
+			name  string
+			f     func()
+			split bool
+		}{{"Apply", forward, c.splitFwd}, {"Backward", backward, c.splitBwd}} {
+			g := goroutinesStarted(t, func() {
+				for range n {
+					call.f()
+				}
+			})
+			// A split call starts at least one goroutine; a stray one of the runtime's is allowed for.
+			if split := g >= n; split != call.split {
+				t.Errorf("%s: %s with Workers=8 started %d goroutines in %d calls; want it to split: %v", c.name, call.name, g, n, call.split)
+			}
+		}
+	}
+}
+
 // goroutinesStarted returns how many goroutines the program started while f ran.
 func goroutinesStarted(t *testing.T, f func()) uint64 {
 	t.Helper()

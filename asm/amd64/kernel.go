@@ -131,8 +131,9 @@ type gen struct {
 	// fill too.
 	acc []VecVirtual
 
-	// zeroW, while the sum pass of bfloat16 rows on AVX2 is emitted, holds zero words that
-	// VPUNPCKLWD and VPUNPCKHWD put under the row's words (see unpacks).
+	// zeroW, while a sum pass of bfloat16 rows on AVX2 (unpacks) or an unrolled scale loop of
+	// RMSNorm's (scaleUnpacks) is emitted, holds zero words that VPUNPCKLWD and VPUNPCKHWD put
+	// under the row's words; packAVX2 leaves out its VPERMQ while it is set.
 	zeroW VecVirtual
 	// accUnpacked says that the accumulators sumSquares has just returned come from an unpacked
 	// pass, their partials out of order, until partial reduces them.

@@ -52,10 +52,10 @@ func (b *bgen) centeredRow() {
 	Label(b.bl("class"))
 	Comment("The row's mean and inv as the forward computes them, its float64-path tests included.")
 	b.lp, b.op = "lns", accSum
-	sum := s.finish1(s.partial(b.sumSquares(fresh(), b.x, nil)))
+	sum := s.finish1(b.partial(b.sumSquares(fresh(), b.x, nil)))
 	b.meanOf(sum)
 	b.lp, b.op, b.pfRow = "lnq", accCentered, b.dy
-	ss := s.finish1(s.partial(b.sumSquares(fresh(), b.x, nil)))
+	ss := s.finish1(b.partial(b.sumSquares(fresh(), b.x, nil)))
 	b.lp, b.op, b.pfRow = "", accSquares, nil
 	inv := b.invRow(ss)
 	Comment("Mean[r] in place of m when the job has it.")

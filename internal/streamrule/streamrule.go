@@ -449,7 +449,7 @@ const (
 // calls, the median ratio of the times (split over one; below 1 the split is faster):
 //
 //	rows    forward          backward
-//	128     1.07 (6 MiB)     1.09 (6 MiB)
+//	128     1.07 (4 MiB)     1.09 (6 MiB)
 //	192     1.10             0.96 (9 MiB)
 //	256     1.09             0.84 (12 MiB)
 //	320     1.04             0.79

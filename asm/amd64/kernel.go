@@ -135,9 +135,6 @@ type gen struct {
 	// RMSNorm's (scaleUnpacks) is emitted, holds zero words that VPUNPCKLWD and VPUNPCKHWD put
 	// under the row's words; packAVX2 leaves out its VPERMQ while it is set.
 	zeroW VecVirtual
-	// accUnpacked says that the accumulators sumSquares has just returned come from an unpacked
-	// pass, their partials out of order, until partial reduces them.
-	accUnpacked bool
 	// highW, while a sum pass that widens bfloat16 rows in even and odd halves is emitted
 	// (evenOdd), holds 0xffff0000 in every lane, which keeps the odd elements of a pair of
 	// vectors.
@@ -624,7 +621,6 @@ func (g *gen) sumSquares(acc []VecVirtual, xr, rr GPVirtual) []VecVirtual {
 		g.unpermuteEvenOdd(acc)
 		Label(g.l("ordered"))
 	}
-	g.accUnpacked = g.zeroW != nil
 	return acc
 }
 
@@ -636,10 +632,9 @@ func (g *gen) sumSquares(acc []VecVirtual, xr, rr GPVirtual) []VecVirtual {
 // this takes three: LayerNorm's rows of 64 bfloat16 elements, whose two sum passes both unpack,
 // measured 4% slower than widening in the row's order with the twelve.
 func (g *gen) partial(acc []VecVirtual) VecVirtual {
-	if !g.accUnpacked {
+	if !g.unpacks() { // the same for every sum pass of the function
 		return g.s.partial(acc)
 	}
-	g.accUnpacked = false
 	for _, h := range []int{4, 2} { // h = 32, 16 partials
 		for k := 0; k < h; k++ {
 			VADDPS(acc[k+h], acc[k], acc[k])
@@ -1446,13 +1441,14 @@ func (g *gen) applyWeightAt(mode spec.Mode, t VecVirtual, i GPVirtual, u int, on
 		g.applyWeightAs(mode, t, g.atW(i, u*g.s.vbytes()), one, nil)
 		return
 	}
-	w, b := g.s.vec(), (u-u%2)*g.s.vbytes()
+	vb := g.s.vbytes()
+	w, b := g.s.vec(), (u-u%2)*vb // b: the pair's first byte
 	if u%2 == 0 {
-		VBROADCASTF128(g.atW(i, b+32), w)
+		VBROADCASTF128(g.atW(i, b+vb), w)
 		VBLENDPS(U8(0x0f), g.atW(i, b), w, w)
 	} else {
-		VBROADCASTF128(g.atW(i, b+16), w)
-		VBLENDPS(U8(0xf0), g.atW(i, b+32), w, w)
+		VBROADCASTF128(g.atW(i, b+vb/2), w)
+		VBLENDPS(U8(0xf0), g.atW(i, b+vb), w, w)
 	}
 	if mode == spec.Offset {
 		VADDPS(one, w, w)

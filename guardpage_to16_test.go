@@ -47,6 +47,9 @@ func TestGuardPagesTo16(t *testing.T) {
 					copy(gw, w)
 					n := Norm{Weight: gw, Eps: 1e-6}
 					if faults(func() { applyKernel(k, &n, f, &rowsOf[uint16, float32]{Dst: gd, X: gx}) }) {
+						if bochsExcuses(k, atEnd) {
+							continue
+						}
 						t.Fatalf("%s %s d=%d atEnd=%v: the kernel touched a guard page", k, fname(f), d, atEnd)
 					}
 					check16(t, fmt.Sprintf("%s %s d=%d atEnd=%v", k, fname(f), d, atEnd), f, gd, want)
@@ -65,6 +68,9 @@ func TestGuardPagesTo16(t *testing.T) {
 				for _, mode := range []weightMode{weighted, offset, unweighted} {
 					for _, rn := range []bool{false, true} {
 						for _, atEnd := range []bool{true, false} {
+							if bochsChains(k, f, false, rn) {
+								continue
+							}
 							// dst rows back to back under the strided x: the head-major layout.
 							run := func(kk kernelID) (y []uint16, res, inv []float32) {
 								gx, gd := regionSlice[float32](regions[0], span, atEnd), regionSlice[uint16](regions[1], rows*d, atEnd)
@@ -77,12 +83,18 @@ func TestGuardPagesTo16(t *testing.T) {
 								n.RoundNormalized = rn
 								rr := rowsOf[uint16, float32]{Dst: gd, X: gx, N: rows, Stride: stride, DstStride: d, Residual: gr, Inv: gi}
 								if faults(func() { applyKernel(kk, &n, f, &rr) }) {
+									if bochsExcuses(kk, atEnd) {
+										return nil, nil, nil
+									}
 									t.Fatalf("%s %s d=%d mode=%d rn=%v atEnd=%v: the kernel touched a guard page", kk, fname(f), d, mode, rn, atEnd)
 								}
 								return slices.Clone(gd), slices.Clone(gr), slices.Clone(gi)
 							}
 							wy, wr, wi := run(kernelGeneric)
 							y, res, inv := run(k)
+							if y == nil { // a fault bochsExcuses
+								continue
+							}
 							ctx := fmt.Sprintf("%s %s d=%d mode=%d rn=%v atEnd=%v", k, fname(f), d, mode, rn, atEnd)
 							check16(t, ctx+" y", f, y, wy)
 							if firstDiff(res, wr) >= 0 || firstDiff(inv, wi) >= 0 {
@@ -210,7 +222,7 @@ func packRows[T elem](s []T, d, rows, stride int) []T {
 // stripedRun runs the Apply method of format f with kernel k on rows of x (and res) in a striped
 // region and dst in another, with extra pages xExtra and dExtra (so Stride and DstStride
 // differ), and returns dst, the residual and Inv packed back to back. It fails on a fault and on
-// a write outside the rows.
+// a write outside the rows; a fault that bochsExcuses (under -bochs) returns nil instead.
 func stripedRun[D, T elem](t *testing.T, regions *stripedRegions, ctx string, k kernelID, f format, n Norm, d, rows int, x, res []T, inv []float32,
 	xExtra, dExtra int, atEnd bool) (y []D, h []T) {
 	t.Helper()
@@ -235,6 +247,9 @@ func stripedRun[D, T elem](t *testing.T, regions *stripedRegions, ctx string, k 
 	}
 	ctx = fmt.Sprintf("%s %s %s Stride=%d DstStride=%d", ctx, k, fname(f), stride, dstStride)
 	if faults(func() { applyKernel(k, &n, f, &rr) }) {
+		if f != formatF32 && bochsExcuses(k, true) { // the rows end at guard pages
+			return nil, nil
+		}
 		t.Fatalf("%s: the kernel touched a guard page between or around the rows", ctx)
 	}
 	xs.check(t, ctx, "X")
@@ -253,9 +268,15 @@ func stripedRun[D, T elem](t *testing.T, regions *stripedRegions, ctx string, k 
 // residual and Inv.
 func checkStriped[D, T elem](t *testing.T, regions *stripedRegions, ctx string, k kernelID, f format, n Norm, d, rows int, x, res []T, xExtra, dExtra int, atEnd bool) {
 	t.Helper()
+	if bochsChains(k, f, res != nil, n.RoundNormalized) {
+		return
+	}
 	wantInv, gotInv := sentinels(rows), sentinels(rows)
 	wy, wh := stripedRun[D](t, regions, ctx, kernelGeneric, f, n, d, rows, x, res, wantInv, xExtra, dExtra, atEnd)
 	y, h := stripedRun[D](t, regions, ctx, k, f, n, d, rows, x, res, gotInv, xExtra, dExtra, atEnd)
+	if y == nil { // a fault bochsExcuses
+		return
+	}
 	ctx = fmt.Sprintf("%s %s %s", ctx, k, fname(f))
 	for i := range wy {
 		if !sameElem(y[i], wy[i], f) {

@@ -184,6 +184,9 @@ func checkVariantTo16(t *testing.T, ctx string, k kernelID, c vcase, f format, d
 // checkVariantOf is checkVariant with dst stored as D.
 func checkVariantOf[D, T elem](t *testing.T, ctx string, k kernelID, c vcase, f format, d, rows int, x, res []T, w []float32, eps float32, off int) {
 	t.Helper()
+	if bochsChains(k, f, c.residual, c.rn) {
+		return
+	}
 	want := setupVariant[D](c, f, d, rows, x, res, w, eps, off)
 	want.run(kernelGeneric, c.stream)
 	got := setupVariant[D](c, f, d, rows, x, res, w, eps, off)

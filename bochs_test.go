@@ -4,11 +4,9 @@ import (
 	"flag"
 	"fmt"
 	"os"
-	"runtime/debug"
 	"slices"
 	"sync/atomic"
 	"testing"
-	"unsafe"
 )
 
 // Bochs 2.7, in which .ci/avx512-bochs runs the avx512 kernel's tests on machines without
@@ -60,51 +58,6 @@ func bochsTie(v float32, got, want uint16, f format) bool {
 		return false
 	}
 	return bochsF16(got, want, f)
-}
-
-// bochsFault runs f as faults does and reports whether it faulted, and whether -bochs excuses the
-// fault: one of the avx512 kernel (k) on memory at most 64 bytes (a vector) after one of ends, the
-// ends of the call's 16-bit buffers or of their rows, where Bochs's masked 16-bit accesses touch
-// masked-off bytes. Any other panic or fault is not excused. It counts those it excuses.
-func bochsFault(k kernelID, f func(), ends ...uintptr) (faulted, excused bool) {
-	var addr uintptr
-	var onMemory bool
-	func() {
-		defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
-		defer func() {
-			if r := recover(); r != nil {
-				faulted = true
-				if e, ok := r.(interface{ Addr() uintptr }); ok { // a memory fault (SetPanicOnFault)
-					addr, onMemory = e.Addr(), true
-				}
-			}
-		}()
-		f()
-	}()
-	if !faulted || !onMemory || !*bochsFlag || k != kernelAVX512 && k != kernelAVX512BF16 {
-		return faulted, false
-	}
-	for _, e := range ends {
-		if addr >= e && addr-e < 64 {
-			bochsFaults.Add(1)
-			return true, true
-		}
-	}
-	return true, false
-}
-
-// ends16 returns the address just past each row of s (rows of d elements, stride apart) when s
-// holds 16-bit elements, for bochsFault; nothing for float32 ones.
-func ends16[T elem](s []T, rows, stride, d int) []uintptr {
-	if _, ok := any(s).([]uint16); !ok || len(s) == 0 {
-		return nil
-	}
-	base := uintptr(unsafe.Pointer(unsafe.SliceData(s)))
-	var ends []uintptr
-	for r := range rows {
-		ends = append(ends, base+uintptr(2*(r*stride+d)))
-	}
-	return ends
 }
 
 // bochsChains reports whether -bochs leaves the results of a call of kernel k in format f

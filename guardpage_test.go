@@ -98,15 +98,25 @@ func TestGuardPagesCatchStrayAccess(t *testing.T) {
 var sink float32
 
 // faults reports whether f faulted; SetPanicOnFault turns the fault into a recoverable panic.
-func faults(f func()) (faulted bool) {
+func faults(f func()) bool {
+	faulted, _, _ := faultAt(f)
+	return faulted
+}
+
+// faultAt is faults, and for a fault on memory (onMemory) the address it touched, which
+// SetPanicOnFault's panic value carries; any other panic of f counts as a fault without one.
+func faultAt(f func()) (faulted bool, addr uintptr, onMemory bool) {
 	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
 	defer func() {
-		if recover() != nil {
+		if r := recover(); r != nil {
 			faulted = true
+			if e, ok := r.(interface{ Addr() uintptr }); ok {
+				addr, onMemory = e.Addr(), true
+			}
 		}
 	}()
 	f()
-	return false
+	return false, 0, false
 }
 
 // guardDims returns the row lengths of TestGuardPagesForward: 0 and those of the core matrix with

@@ -21,8 +21,13 @@ type summary struct {
 	// WorkersSpeedup is the time of Norm.Forward on the larger shape with Workers: 1 over its time
 	// with Workers: 2 (0 when Go sees one CPU).
 	WorkersSpeedup float64 `json:"workers2_speedup,omitempty"`
-	Measurements   int     `json:"measurements"`      // of the whole run
-	Busy           int     `json:"busy_measurements"` // those whose median round was more than busySpread above the best
+	// DispatchGaps are the shapes of the table where a SIMD kernel was more than 5% faster than
+	// the one dispatch picks (dispatchCheck); DispatchChecked says whether the table had two
+	// SIMD kernels to compare.
+	DispatchGaps    []dispatchGap `json:"dispatch_gaps,omitempty"`
+	DispatchChecked bool          `json:"dispatch_checked"`
+	Measurements    int           `json:"measurements"`      // of the whole run
+	Busy            int           `json:"busy_measurements"` // those whose median round was more than busySpread above the best
 }
 
 type summaryShape struct {
@@ -140,6 +145,7 @@ func (b *bench) summarySection() {
 			sum.WorkersSpeedup = one.Min / b.time(s.String()+" Workers: 2", func() { n2.Forward(y, x) }).Min
 		}
 	}
+	sum.DispatchGaps, sum.DispatchChecked = dispatchCheck(m, b.rep.Results)
 	sum.Measurements = len(b.spreads)
 	sum.Busy, _ = b.busy(0)
 	b.rep.Summary = sum
@@ -168,6 +174,9 @@ func (b *bench) printSummary() {
 		big.NsPerRow*float64(summaryShapes[1].Rows)/1e6)
 	b.printf("  bfloat16 rows (ForwardBF16) take %s the time of float32 ones at %s, %s at %s\n", times(one.BF16), one.Shape,
 		times(big.BF16), big.Shape)
+	for _, l := range dispatchLines(m, sum.DispatchGaps, sum.DispatchChecked) {
+		b.printf("  %s\n", l)
+	}
 	switch s := sum.WorkersSpeedup; {
 	case s == 0:
 		b.printf("  Workers cannot help here: Go sees one CPU\n")

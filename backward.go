@@ -22,7 +22,7 @@ type Grad struct {
 	// len(DX) and len(DY) must equal len(X).
 	N int
 	// Stride is the distance in elements between the starts of consecutive rows in DX, X and DY,
-	// as in Rows: zero means d; it must be >= d, and it needs N.
+	// as in Rows: zero means d; it must be >= d, and a stride other than d needs N.
 	Stride int
 	// Inv, optional, holds 1/rms of each row from the forward pass (Rows.Inv), at least one per
 	// row. When nil, inv is recomputed by the forward contract.

@@ -63,14 +63,14 @@ type Rows struct {
 	// a multiple of d and len(Dst) must equal len(X).
 	N int
 	// Stride is the distance in elements between the starts of consecutive rows in X and
-	// Residual, and in Dst unless DstStride says otherwise; zero means d. It must be >= d, and it
-	// needs N. The elements between rows are neither read nor written, so the q or k heads inside
-	// a fused QKV buffer can be normalized in place.
+	// Residual, and in Dst unless DstStride says otherwise; zero means d. It must be >= d, and a
+	// stride other than d needs N. The elements between rows are neither read nor written, so
+	// the q or k heads inside a fused QKV buffer can be normalized in place.
 	Stride int
 	// DstStride is the distance in elements between the starts of consecutive rows of Dst; zero
-	// means Stride. It must be >= d, and it needs N, like Stride. With it the q or k heads of a
-	// fused QKV buffer go straight into a head-major buffer of their own. In place (Dst is X)
-	// needs DstStride equal to Stride.
+	// means Stride. It must be >= d, and like Stride a value other than d needs N. With it the
+	// q or k heads of a fused QKV buffer go straight into a head-major buffer of their own. In
+	// place (Dst is X) needs DstStride equal to Stride.
 	DstStride int
 	// Residual, when set, fuses the residual add of a pre-norm block: for each element
 	// h = X + Residual (a float32 add), Residual = h, and the row normalized is h. It must not
@@ -230,8 +230,8 @@ type Rows16 struct {
 	// a multiple of d and len(Dst) must equal len(X).
 	N int
 	// Stride is the distance in elements between the starts of consecutive rows in X and
-	// Residual, and in Dst unless DstStride says otherwise; zero means d. It must be >= d, and it
-	// needs N.
+	// Residual, and in Dst unless DstStride says otherwise; zero means d. It must be >= d, and a
+	// stride other than d needs N.
 	Stride int
 	// DstStride is the distance in elements between the starts of consecutive rows of Dst; zero
 	// means Stride. As in Rows.

@@ -78,9 +78,11 @@
 //  4. y[i] = (x[i]*inv)*w[i], rounded after each multiply.
 //  5. A row whose t is not in [2^-100, MaxFloat32] (that is: ss overflowed to +Inf, the row holds
 //     an Inf or a NaN, or the squares are so small that they underflowed while eps is below
-//     2^-100) is recomputed entirely in float64 by one shared Go routine: exact squares summed in
-//     increasing i, inv = 1/sqrt(ss/d + eps), y[i] = float32((x[i]*inv)*w[i]) rounded to float32
-//     once. Ordinary rows never get there: the test is one comparison per row.
+//     2^-100; a NaN t is not in it either) is recomputed entirely in float64 by one shared Go
+//     routine: exact squares summed in increasing i, inv = 1/sqrt(ss/d + eps) with eps widened
+//     exactly and every operation a float64 one (IEEE division, a correctly rounded square root),
+//     y[i] = float32((x[i]*inv)*w[i]) rounded to float32 once. Ordinary rows never get there: the
+//     test is one comparison per row.
 //
 // Consequences: a row of finite values with eps >= 0 always gets a finite result at least as
 // accurate as an ordinary row's, except an all-zero row with eps == 0, which gives NaN. For example
@@ -145,9 +147,11 @@
 //     stored into the residual and is the row that is normalized.
 //   - The output is y[i] = round16((x[i]*inv)*w[i]) (or the weight form of the Norm), one rounding
 //     from the float32 result of step 4. With Norm.RoundNormalized, x[i]*inv is rounded to the
-//     format first: n = round16(x[i]*inv), y[i] = round16(n*w[i]). On the float64 path, the
-//     float32 results of step 5 (x[i]*inv first rounded to float32 with RoundNormalized) are
-//     rounded the same way.
+//     format first: n = round16(x[i]*inv), y[i] = round16(n*w'[i]), w' the weight form (1+w[i]
+//     rounded to float32 with UnitOffset). On the float64 path, the float32 results of step 5 are
+//     rounded the same way; with RoundNormalized, n = round16 of float32(x[i]*inv), n*w'[i] in
+//     float64 (w' = 1 + float64(w[i]) with UnitOffset), rounded to float32, then to the format.
+//     A Bias, with or without Center, takes the LayerNorm rule below (without Center, m = +0).
 //   - LayerNorm (Center, Bias) runs its steps 1-5 on the widened row: y[i] = round16 of its
 //     float32 y, one rounding; with RoundNormalized and a weight, n = round16(c[i]*inv) first,
 //     then y[i] = round16(n*w'[i] + Bias[i]), the product and the add in float32 (on the float64
@@ -168,8 +172,10 @@
 // Residual unrounded; Inv gets Apply's inv), and y[i] = round16 of Apply's y[i], round16 as for
 // 16-bit storage. So ApplyToBF16 gives the bits of Apply into a float32 buffer followed by
 // Float32ToBF16, in one pass. With RoundNormalized and a weight, n = round16(x[i]*inv) first and
-// y[i] = round16(n*w[i]), as for 16-bit rows (on the float64 path, x[i]*inv is rounded to float32
-// first). LayerNorm the same way: round16 of Apply's y, Mean and Inv Apply's.
+// y[i] = round16(n*w'[i]), as for 16-bit rows (on the float64 path, x[i]*inv is rounded to float32
+// first). LayerNorm (Center, or a Bias) the same way: round16 of Apply's y, and with
+// RoundNormalized and a weight n = round16(c[i]*inv), y[i] = round16(n*w'[i] + Bias[i]) as for
+// 16-bit rows; Mean and Inv Apply's.
 //
 // # Backward
 //
@@ -195,8 +201,9 @@
 //     q[i] = float32(dy[i]*(x[i]*inv)) summed into the blocks like any row's).
 //
 // With Center (LayerNorm) the steps are, for row x with m and inv the forward's bit for bit
-// (Grad.Mean and Grad.Inv, or recomputed by the LayerNorm steps 1-3 when nil; the row's class,
-// float32 or float64 path, by its own recomputed s and t):
+// (Grad.Mean and Grad.Inv, or recomputed by the LayerNorm steps 1-3 when nil, each on its own: a
+// given Mean or Inv is used as it is, and a nil one is recomputed from X whatever the other holds;
+// the row's class, float32 or float64 path, by its own recomputed s and t):
 //
 //  1. n[i] = (x[i]-m)*inv and g[i] = dy[i]*w'[i], each operation rounded.
 //  2. sg = the sum of g[i], and sgn = the sum of g[i]*n[i] (each product rounded), each in the 64
@@ -243,21 +250,26 @@
 //     (N-1)*Stride + d strided); a nil DX asks for DW alone. Grad.Inv needs len(Inv) >= the
 //     number of rows, Grad.Mean too (and a Norm with Center); Grad.DW, when set, has exactly d
 //     elements and needs a Norm with a weight; Grad.DB exactly d and a Norm with a Bias.
-//   - N, Stride and DstStride must not be negative, Eps must be finite and >= 0 (eps for Forward), and a row
-//     length of 0 (no Weight and Dim 0, or an empty w) is only allowed for a call without rows;
-//     Dim must not be negative, and UnitOffset needs a Weight.
+//   - An optional buffer (Residual, Inv, Mean, Bias, DW, DB; a Weight, DX) is set when it is not
+//     nil: an empty slice that is not nil is checked for its length like any other.
+//   - N, Stride and DstStride must not be negative, Eps must be finite and >= 0 (eps for
+//     Forward), and a row length of 0 (no Weight and Dim 0, or an empty w) is only allowed for a
+//     call without rows; Dim must not be negative, and UnitOffset needs a Weight.
 //
 // Memory, counted over each buffer's rows from the first row's start to the last row's end (the
-// gaps of strided rows included): Dst (dst) is either X (x) itself, the same first element and the
-// same stride (DstStride equal to Stride) for an in-place call, or shares none with it, and shares
-// none with the weight (RowsTo16's Dst, 16-bit where X is float32, is never X); Residual shares none
-// with X, Dst or the weight; Inv none with X, Dst, the weight or Residual. The bias, read only like
-// the weight, shares none with an output (Dst, Residual, Inv; in Backward DX, DW, DB); Mean shares
+// gaps of strided rows included), over the first element per row of Inv and Mean, and over the d
+// elements of the weight, the bias, DW and DB (what lies past these is not the call's, and may be
+// anything): Dst (dst) is either X (x) itself, the same first element and the same stride
+// (DstStride equal to Stride) for an in-place call, or shares none with it, and shares none with
+// the weight (RowsTo16's Dst, 16-bit where X is float32, is never X); Residual shares none with X,
+// Dst or the weight; Inv none with X, Dst, the weight or Residual. The bias, read only like the
+// weight, shares none with an output (Dst, Residual, Inv; in Backward DX, DW, DB); Mean shares
 // none with any buffer of the call. In Backward, DX is DY itself or shares none with it, and
 // shares none with X, the weight, Inv or DW; DW shares none with X, DY, the weight or Inv; DB none
-// with X, DY, DX, the weight, Inv or DW. A call that breaks a rule panics with a message starting
-// "rmsnorm:" before it writes anything. A call without rows writes nothing; its lengths and Eps
-// are checked all the same.
+// with X, DY, DX, the weight, Inv or DW. Two buffers these rules do not keep apart may share
+// memory: X, the weight and the bias, which a call only reads, or in Backward X, DY and Grad.Inv.
+// A call that breaks a rule panics with a message starting "rmsnorm:" before it writes anything.
+// A call without rows writes nothing; its lengths and Eps are checked all the same.
 //
 // # Workers
 //

@@ -252,9 +252,9 @@
 //     elements and needs a Norm with a weight; Grad.DB exactly d and a Norm with a Bias.
 //   - An optional buffer (Residual, Inv, Mean, Bias, DW, DB; a Weight, DX) is set when it is not
 //     nil: an empty slice that is not nil is checked for its length like any other.
-//   - N, Stride and DstStride must not be negative, Eps must be finite and >= 0 (eps for
-//     Forward), and a row length of 0 (no Weight and Dim 0, or an empty w) is only allowed for a
-//     call without rows; Dim must not be negative, and UnitOffset needs a Weight.
+//   - N, Stride, DstStride and Norm.Workers must not be negative, Eps must be finite and >= 0
+//     (eps for Forward), and a row length of 0 (no Weight and Dim 0, or an empty w) is only
+//     allowed for a call without rows; Dim must not be negative, and UnitOffset needs a Weight.
 //
 // Memory, counted over each buffer's rows from the first row's start to the last row's end (the
 // gaps of strided rows included), over the first element per row of Inv and Mean, and over the d
@@ -263,13 +263,15 @@
 // (DstStride equal to Stride) for an in-place call, or shares none with it, and shares none with
 // the weight (RowsTo16's Dst, 16-bit where X is float32, is never X); Residual shares none with X,
 // Dst or the weight; Inv none with X, Dst, the weight or Residual. The bias, read only like the
-// weight, shares none with an output (Dst, Residual, Inv; in Backward DX, DW, DB); Mean shares
+// weight, shares none with an output (Dst, Residual, Inv; in Backward DX, DW, DB, not Grad.Inv, which
+// Backward reads); Mean shares
 // none with any buffer of the call. In Backward, DX is DY itself or shares none with it, and
 // shares none with X, the weight, Inv or DW; DW shares none with X, DY, the weight or Inv; DB none
 // with X, DY, DX, the weight, Inv or DW. Two buffers these rules do not keep apart may share
 // memory: X, the weight and the bias, which a call only reads, or in Backward X, DY and Grad.Inv.
 // A call that breaks a rule panics with a message starting "rmsnorm:" before it writes anything.
-// A call without rows writes nothing; its lengths and Eps are checked all the same.
+// A call without rows writes nothing; its lengths and Eps are checked all the same, its memory
+// (which it neither reads nor writes) is not.
 //
 // # Workers
 //

@@ -95,6 +95,8 @@ func simdKernels() []kernelID {
 //     run: in an emulator the quick matrix already takes most of the time);
 //   - tiny, for Bochs (hundreds of times slower than native, and the only AVX-512 this project's
 //     CI has): quick's lengths without 511, 512, 4095 and 4096, two offsets, five classes.
+//
+// It sizes the validation sweep too (sweepPlanFor in validation_matrix_test.go).
 var matrixFlag = flag.String("matrix", "", "size of the core test matrix: "+
 	"quick (the default: d 1..67 and the block sizes 127..4097, rows 1 and 5, 4 offsets, all value classes), "+
 	"full (d 1..300 and 511..65537, rows 1..5, 16 offsets, all classes), "+

@@ -70,14 +70,17 @@ func dispatchCheck(m machine, results []benchutil.Result) (gaps []dispatchGap, c
 	return gaps, compared
 }
 
-// dispatchLines are the summary's lines on dispatch's choice, each without its indent.
-func dispatchLines(m machine, gaps []dispatchGap, compared bool) []string {
+// dispatchLines are the summary's lines on dispatch's choice, each without its indent; results
+// are the table's lines, which say why nothing was compared.
+func dispatchLines(m machine, results []benchutil.Result, gaps []dispatchGap, compared bool) []string {
 	simd := slices.DeleteFunc(slices.Clone(m.Kernels), func(k string) bool { return k == "generic" })
 	switch {
 	case len(simd) == 0:
 		return nil
 	case len(simd) == 1:
 		return []string{fmt.Sprintf("dispatch: %s is the only SIMD kernel this CPU runs: nothing to choose", simd[0])}
+	case !compared && !slices.ContainsFunc(results, func(r benchutil.Result) bool { return r.Kernel == simd[0] }):
+		return []string{fmt.Sprintf("dispatch: not checked: the table did not time %s, the kernel dispatch picks here (see -kernels)", simd[0])}
 	case !compared:
 		return []string{fmt.Sprintf("dispatch: not checked: the table timed %s beside no other SIMD kernel (see -kernels)", simd[0])}
 	case len(gaps) == 0:
@@ -99,7 +102,11 @@ func dispatchLines(m machine, gaps []dispatchGap, compared bool) []string {
 			ks = append(ks, k)
 		}
 	}
-	lines = append(lines, fmt.Sprintf("  a rerun that says the same is worth reporting, with the cpu and features lines; RMSNORM_KERNEL=%s picks it meanwhile",
-		strings.Join(ks, " or RMSNORM_KERNEL=")))
+	pick := "picks it"
+	if len(ks) > 1 {
+		pick = "picks one of them"
+	}
+	lines = append(lines, fmt.Sprintf("  a rerun that says the same is worth reporting, with the cpu and features lines; for calls of those shapes, RMSNORM_KERNEL=%s %s meanwhile",
+		strings.Join(ks, " or RMSNORM_KERNEL="), pick))
 	return lines
 }

@@ -47,10 +47,10 @@ func TestDispatchCheck(t *testing.T) {
 		{"within the margin everywhere", three, table[:5], nil, true, "was the fastest SIMD kernel at every shape"},
 		{"4.9% faster is within", three, []benchutil.Result{result("1x64", "avx512", 100), result("1x64", "avx2", 95.3)},
 			nil, true, "within 5%"},
-		{"table of one SIMD kernel", three, []benchutil.Result{result("1x64", "avx2", 1), result("1x64", "generic", 1)},
-			nil, false, "not checked"},
-		{"dispatched kernel not in the table", three, []benchutil.Result{result("1x64", "avx2", 1)}, nil, false,
-			"not checked"},
+		{"table of one SIMD kernel", three, []benchutil.Result{result("1x64", "avx512", 1), result("1x64", "generic", 1)},
+			nil, false, "not checked: the table timed avx512 beside no other SIMD kernel"},
+		{"dispatched kernel not in the table", three, []benchutil.Result{result("1x64", "avx2", 1), result("1x64", "generic", 1)},
+			nil, false, "not checked: the table did not time avx512, the kernel dispatch picks here"},
 		{"one SIMD kernel on the CPU", machine{Kernels: []string{"avx2", "generic"}}, table, nil, false,
 			"avx2 is the only SIMD kernel"},
 	} {
@@ -63,7 +63,7 @@ func TestDispatchCheck(t *testing.T) {
 			if !reflect.DeepEqual(gaps, c.gaps) || compared != c.compared {
 				t.Errorf("dispatchCheck = %+v, %v; want %+v, %v", gaps, compared, c.gaps, c.compared)
 			}
-			text := strings.Join(dispatchLines(c.m, gaps, compared), "\n")
+			text := strings.Join(dispatchLines(c.m, c.results, gaps, compared), "\n")
 			if !strings.Contains(text, c.says) {
 				t.Errorf("the lines do not say %q:\n%s", c.says, text)
 			}
@@ -72,7 +72,7 @@ func TestDispatchCheck(t *testing.T) {
 			}
 		})
 	}
-	if lines := dispatchLines(machine{Kernels: []string{"generic"}}, nil, false); lines != nil {
+	if lines := dispatchLines(machine{Kernels: []string{"generic"}}, nil, nil, false); lines != nil {
 		t.Errorf("generic alone: %q, want no line", lines)
 	}
 }
@@ -83,5 +83,11 @@ func TestDispatchCheckNamesTheFastest(t *testing.T) {
 	gaps, _ := dispatchCheck(m, []benchutil.Result{result("s", "a", 100), result("s", "b", 90), result("s", "c", 80)})
 	if len(gaps) != 1 || gaps[0].Kernel != "c" {
 		t.Errorf("gaps = %+v, want one naming c", gaps)
+	}
+	// Gaps to two kernels, at two shapes: the override names both.
+	gaps, _ = dispatchCheck(m, []benchutil.Result{result("s", "a", 100), result("s", "b", 90), result("t", "a", 100), result("t", "c", 90)})
+	text := strings.Join(dispatchLines(m, nil, gaps, true), "\n")
+	if !strings.Contains(text, "RMSNORM_KERNEL=b or RMSNORM_KERNEL=c picks one of them") {
+		t.Errorf("two faster kernels: the lines do not offer both:\n%s", text)
 	}
 }

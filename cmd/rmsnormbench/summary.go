@@ -174,7 +174,7 @@ func (b *bench) printSummary() {
 		big.NsPerRow*float64(summaryShapes[1].Rows)/1e6)
 	b.printf("  bfloat16 rows (ForwardBF16) take %s the time of float32 ones at %s, %s at %s\n", times(one.BF16), one.Shape,
 		times(big.BF16), big.Shape)
-	for _, l := range dispatchLines(m, sum.DispatchGaps, sum.DispatchChecked) {
+	for _, l := range dispatchLines(m, b.rep.Results, sum.DispatchGaps, sum.DispatchChecked) {
 		b.printf("  %s\n", l)
 	}
 	switch s := sum.WorkersSpeedup; {

@@ -94,8 +94,8 @@ func rulesVerdict(c *sweepCase) verdict {
 	if broken == nil {
 		broken = optionalRules(c, d, l.rows)
 	}
-	// "A call without rows writes nothing; its lengths and Eps are checked all the same, its
-	// memory (which it neither reads nor writes) is not."
+	// "A call without rows writes nothing; every rule of the list above is checked all the same,
+	// the memory rules (memory it neither reads nor writes) are not."
 	if broken == nil && l.rows > 0 {
 		broken = memoryRules(c, d, l)
 	}
@@ -254,16 +254,16 @@ func optionalRules(c *sweepCase, d, rows int) *rule {
 // memoryRules returns the rule a call with rows breaks by the memory its buffers share.
 //
 // "Memory, counted over each buffer's rows from the first row's start to the last row's end (the
-// gaps of strided rows included), over the first element per row of Inv and Mean, and over the d
-// elements of the weight, the bias, DW and DB: Dst (dst) is either X (x) itself, the same first
-// element and the same stride (DstStride equal to Stride) for an in-place call, or shares none
-// with it, and shares none with the weight (RowsTo16's Dst, 16-bit where X is float32, is never
-// X); Residual shares none with X, Dst or the weight; Inv none with X, Dst, the weight or
+// gaps of strided rows included), over Inv[0:rows] and Mean[0:rows] (one element per row), and
+// over the d elements of the weight, the bias, DW and DB: Dst (dst) is either X (x) itself, the
+// same first element and the same stride (DstStride equal to Stride) for an in-place call, or
+// shares none with it, and shares none with the weight (RowsTo16's Dst, 16-bit where X is float32,
+// is never X); Residual shares none with X, Dst or the weight; Inv none with X, Dst, the weight or
 // Residual. The bias, read only like the weight, shares none with an output (Dst, Residual, Inv;
-// in Backward DX, DW, DB); Mean shares none with any buffer of the call. In Backward, DX is DY
-// itself or shares none with it, and shares none with X, the weight, Inv or DW; DW shares none
-// with X, DY, the weight or Inv; DB none with X, DY, DX, the weight, Inv or DW. Two buffers these
-// rules do not keep apart may share memory."
+// in Backward DX, DW, DB, not Grad.Inv, which Backward reads); Mean shares none with any buffer of
+// the call. In Backward, DX is DY itself or shares none with it, and shares none with X, the
+// weight, Inv or DW; DW shares none with X, DY, the weight or Inv; DB none with X, DY, DX, the
+// weight, Inv or DW. Buffers these rules do not keep apart may share memory."
 func memoryRules(c *sweepCase, d int, l rowSpans) *rule {
 	m := func(a arg, elems int) memory { return c.memoryOf(a, elems) }
 	x, w, bias := m(argX, l.span), m(argW, d), m(argBias, d)

@@ -29,15 +29,15 @@ type dispatchGap struct {
 // and whether there was anything to compare: false when the table has fewer than two SIMD
 // kernels, or not the dispatched one.
 func dispatchCheck(m machine, results []benchutil.Result) (gaps []dispatchGap, compared bool) {
-	if len(m.Kernels) == 0 || m.Kernels[0] == "generic" {
+	simd := m.simdKernels()
+	if len(simd) == 0 {
 		return nil, false
 	}
-	picked := m.Kernels[0]
-	simd := func(k string) bool { return k != "generic" && slices.Contains(m.Kernels, k) }
+	picked := simd[0]
 	byShape := map[string]map[string]benchutil.Result{}
 	var shapes []string
 	for _, r := range results {
-		if !simd(r.Kernel) {
+		if !slices.Contains(simd, r.Kernel) {
 			continue // copy(), generic and the peers
 		}
 		if byShape[r.Shape] == nil {
@@ -53,7 +53,7 @@ func dispatchCheck(m machine, results []benchutil.Result) (gaps []dispatchGap, c
 		}
 		compared = true
 		best := dispatchGap{}
-		for _, k := range m.Kernels { // in dispatch's order, so that ties name the better-ranked one
+		for _, k := range simd { // in dispatch's order, so that ties name the better-ranked one
 			r, ok := byShape[s][k]
 			if !ok || k == picked {
 				continue
@@ -73,7 +73,7 @@ func dispatchCheck(m machine, results []benchutil.Result) (gaps []dispatchGap, c
 // dispatchLines are the summary's lines on dispatch's choice, each without its indent; results
 // are the table's lines, which say why nothing was compared.
 func dispatchLines(m machine, results []benchutil.Result, gaps []dispatchGap, compared bool) []string {
-	simd := slices.DeleteFunc(slices.Clone(m.Kernels), func(k string) bool { return k == "generic" })
+	simd := m.simdKernels()
 	switch {
 	case len(simd) == 0:
 		return nil
@@ -92,13 +92,9 @@ func dispatchLines(m machine, results []benchutil.Result, gaps []dispatchGap, co
 	for _, g := range gaps {
 		lines = append(lines, fmt.Sprintf("  %s: %s took %s the time (medians %s)", g.Shape, g.Kernel, times(g.X), times(g.XMed)))
 	}
-	kernels := map[string]bool{}
-	for _, g := range gaps {
-		kernels[g.Kernel] = true
-	}
-	var ks []string
+	var ks []string // the faster kernels, in dispatch's order
 	for _, k := range simd {
-		if kernels[k] {
+		if slices.ContainsFunc(gaps, func(g dispatchGap) bool { return g.Kernel == k }) {
 			ks = append(ks, k)
 		}
 	}

@@ -56,7 +56,7 @@ func describeMachine() machine {
 		L3:        cpuid.CPU.Cache.L3,
 		Module:    "(devel)",
 	}
-	if slices.ContainsFunc(m.Kernels, func(k string) bool { return k != "generic" }) {
+	if len(m.simdKernels()) > 0 {
 		// The package's own threshold, from the same reading of cpuid (memory_asm.go).
 		m.StreamBytes, m.streamWhy = streamrule.Bytes(streamrule.Host())
 		m.WorkerBytes[0], m.WorkerBytes[1] = streamrule.Workers(streamrule.Host())
@@ -128,4 +128,10 @@ func size(bytes int) string {
 		return fmt.Sprintf("%d MiB", bytes>>20)
 	}
 	return fmt.Sprintf("%d KiB", bytes>>10)
+}
+
+// simdKernels returns the assembly kernels of m.Kernels, best first: the first is the one
+// dispatch picks, when there is one.
+func (m machine) simdKernels() []string {
+	return slices.DeleteFunc(slices.Clone(m.Kernels), func(k string) bool { return k == "generic" })
 }

@@ -5,6 +5,8 @@ import (
 	"math"
 	"math/bits"
 	"unsafe"
+
+	"github.com/gosimd/rmsnorm/internal/streamrule"
 )
 
 // Validation happens before any write, so a panic leaves every slice as it was. Each entry point
@@ -60,27 +62,37 @@ func epsOK(eps float32) bool { return eps >= 0 && eps <= math.MaxFloat32 }
 // call sites, and the tests pass any other kernel.
 const useActive kernelID = 1<<32 - 1
 
+// ruleOf is the rule of rowRules for kernel k: the avx512 kernel's, or the one of the others
+// (which only the avx2 kernel reads).
+func ruleOf(k kernelID) *streamrule.RowRule {
+	if k == kernelAVX512 || k == kernelAVX512BF16 {
+		return &rowRules[1]
+	}
+	return &rowRules[0]
+}
+
 // oneByOne reports whether forwardRows sends an in-cache call of rows rows of d in format f
-// through the float32 functions' one-row path one row at a time (flagRows), as rowRule
-// (streamrule.Rows) says: float32 rows, more than one (that path takes a single row without
-// the flag), d a multiple of 64.
-func oneByOne(rows, d int, f format) bool {
-	return rows > 1 && f == formatF32 && d%64 == 0 && rowRule.OneByOne(rows, d)
+// through kernel k's float32 one-row path one row at a time (flagRows), as its rule in rowRules
+// (streamrule.Rows) says: float32 rows, more than one (that path takes a single row without the
+// flag), d a multiple of 64.
+func oneByOne(rows, d int, f format, k kernelID) bool {
+	return rows > 1 && f == formatF32 && d%64 == 0 && ruleOf(k).OneByOne(rows, d)
 }
 
 // streamsOneByOne reports whether forwardRows sends a streamed call of float32 rows of d, out of
-// place (flagNT set), through the kernels' one-row path one row at a time (flagRows with flagNT
-// and flagPF), as the CPU's rowRule says.
-func streamsOneByOne(d int, f format) bool {
-	return f == formatF32 && d%64 == 0 && rowRule.Streams(d)
+// place (flagNT set), through kernel k's one-row path one row at a time (flagRows with flagNT and
+// flagPF), as its rule in rowRules says.
+func streamsOneByOne(d int, f format, k kernelID) bool {
+	return f == formatF32 && d%64 == 0 && ruleOf(k).Streams(d)
 }
 
-// setStreamFlags sets the flags of forwardRows's job when its rows could fill the cache: the
-// memory flags (setMemoryFlags), and flagRows for the streamed calls out of place that go one row
-// at a time through the one-row path (streamsOneByOne), which then has flagNT and flagPF too.
-func (j *job) setStreamFlags() {
+// setStreamFlags sets the flags of forwardRows's job for kernel k when its rows could fill the
+// cache: the memory flags (setMemoryFlags), and flagRows for the streamed calls out of place that
+// go one row at a time through the one-row path (streamsOneByOne), which then has flagNT and
+// flagPF too.
+func (j *job) setStreamFlags(k kernelID) {
 	j.setMemoryFlags()
-	if j.flags&flagNT != 0 && streamsOneByOne(j.d, j.format) {
+	if j.flags&flagNT != 0 && streamsOneByOne(j.d, j.format, k) {
 		j.flags |= flagRows
 	}
 }
@@ -118,8 +130,8 @@ func forwardRows[T elem](nm *names, f format, dst, x []T, w []float32, eps float
 	var j job
 	j.init(ptr(dst), ptr(x), ptr(w), d, d, d, eps, 0, uint32(k)*numEntries+uint32(v), weighted, f, v, nil, nil, nil, nil, rows)
 	if 2*nb >= uintptr(streamBytes) { // x and dst could fill the cache
-		j.setStreamFlags()
-	} else if oneByOne(rows, d, f) {
+		j.setStreamFlags(k)
+	} else if oneByOne(rows, d, f, k) {
 		j.flags |= flagRows
 	}
 	// job.run, written out: run is not inlinable, and its call would cost a short row more

@@ -90,8 +90,8 @@ func FuzzForward(f *testing.F) {
 // rule that sends streamed rows of 64 and 128 one at a time through the one-row path
 // (RowRule.Stream), whatever the CPU.
 func streamRows(f func()) {
-	defer func(r streamrule.RowRule) { rowRule = r }(rowRule)
-	rowRule = streamrule.RowRule{Stream: true}
+	defer func(r [2]streamrule.RowRule) { rowRules = r }(rowRules)
+	rowRules = bothKernels(streamrule.RowRule{Stream: true})
 	withStreaming(true, f)
 }
 

@@ -24,8 +24,8 @@ import "github.com/gosimd/rmsnorm/internal/streamrule"
 // prefetches that row 1 KiB ahead of its own loads (aheadBytes in the generator, with its
 // measurements). LayerNorm's pipe sums the next row's elements for its mean, and its centered
 // pass, which then reads that row from the cache, prefetches only the first 4 KiB of the row
-// after (pipePrefetch in the generator). Also on Zen 3, streamed float32 rows of 64 and 128 (out of
-// place) go one at a time through the one-row path's streamed loop, whose sum pass prefetches
+// after (pipePrefetch in the generator). On Zen 3 and Zen 5, streamed float32 rows of 64 and 128 (out
+// of place) go one at a time through the one-row path's streamed loop, whose sum pass prefetches
 // 8 KiB ahead (rowsAheadBytes in the generator; forwardRows sets flagRows on them beside these
 // flags: setStreamFlags, streamrule.Rows).
 

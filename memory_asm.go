@@ -21,16 +21,21 @@ var pipeRows = streamrule.Pipe(streamrule.Host())
 // streamrule.PipeAbove. A variable so that tests can set it.
 var pipeAbove = streamrule.PipeAbove(streamrule.Host())
 
-// rowRule says which calls of float32 rows, d a multiple of 64, go through the kernels' one-row
-// path one row at a time (flagRows; see forwardRows), as streamrule decides from cpuid. In cache:
-// on Sapphire Rapids and Emerald Rapids every call of two rows or more of at most rowsMax; on Zen 3
-// those of fewer than 4 or of 64 rows and more, and every call of rows longer than groupMax.
-// Streamed out of place (with flagNT and flagPF; streamsOneByOne): on Zen 3 rows of at most
-// rowsMax. None elsewhere. Only forwardRows sets the flag (oneByOne, streamsOneByOne): in Forward,
+// rowRules say which calls of float32 rows, d a multiple of 64, go through the kernels' one-row
+// path one row at a time (flagRows; see forwardRows), as streamrule decides from cpuid: [1] for
+// the avx512 kernel, [0] for the avx2 one (ruleOf). In cache: on Sapphire Rapids and Emerald
+// Rapids every call of two rows or more of at most rowsMax; on Zen 5 the same with the avx512
+// kernel, and with the avx2 one those of fewer than 4 rows; on Zen 3 those of fewer than 4 or of
+// 64 rows and more, and every call of rows longer than groupMax. Streamed out of place (with
+// flagNT and flagPF; streamsOneByOne): on Zen 3 and Zen 5 rows of at most rowsMax. None
+// elsewhere. Only forwardRows sets the flag (oneByOne, streamsOneByOne): in Forward,
 // and in Norm.Forward and Apply by a Norm with a weight, neither UnitOffset, Center nor Bias, and
 // Workers 0 or 1, Apply with rows back to back and no Inv, Mean or residual. Only the amd64
 // functions with the one-row path read it. A variable so that tests can run the kernels both ways.
-var rowRule = streamrule.Rows(streamrule.Host())
+var rowRules = [2]streamrule.RowRule{
+	streamrule.Rows(streamrule.Host(), false),
+	streamrule.Rows(streamrule.Host(), true),
+}
 
 // aheadRows is whether the backward kernels prefetch rows from memory 1 KiB ahead of their
 // sum passes' loads, and the next row in the dx pass when dx goes out with non-temporal stores

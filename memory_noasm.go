@@ -15,9 +15,9 @@ var pipeRows = false
 // pipeAbove goes with pipeRows (see memory_asm.go).
 var pipeAbove = 0
 
-// rowRule sends no call one row at a time: flagRows is for the assembly kernels, which this build
+// rowRules send no call one row at a time: flagRows is for the assembly kernels, which this build
 // does not have.
-var rowRule streamrule.RowRule
+var rowRules [2]streamrule.RowRule
 
 // aheadRows is false: flagAhead is for the assembly kernels, which this build does not have.
 var aheadRows = false

@@ -189,18 +189,18 @@ func testRangeEnds(t *testing.T, d, rows int) {
 	}
 }
 
-// TestRowsOneByOne runs Forward on batches of rows with a rowRule that sends every call it can one
+// TestRowsOneByOne runs Forward on batches of rows with a row rule that sends every call it can one
 // row at a time (flagRows) and one that sends none (the groups of four, the general path), every
 // kernel against generic, in guarded buffers: rows of 64 and 128, and 576 and 1024 (the rows
 // flagRows takes), and of 100, 192, 256 and 600 (those it leaves to their usual path), from 1 to
 // 9 rows, every value class; and, with normal rows, in place, and with the middle row scaled so
 // that its squares overflow (the float64 path amid rows the kernel takes, and its restart).
 func TestRowsOneByOne(t *testing.T) {
-	defer func(r streamrule.RowRule) { rowRule = r }(rowRule)
+	defer func(r [2]streamrule.RowRule) { rowRules = r }(rowRules)
 	for _, on := range []bool{false, true} {
-		rowRule = streamrule.RowRule{}
+		rowRules = bothKernels(streamrule.RowRule{})
 		if on {
-			rowRule = streamrule.RowRule{From: 2, Long: true}
+			rowRules = bothKernels(streamrule.RowRule{From: 2, Long: true})
 		}
 		for _, k := range testKernels() {
 			for _, d := range []int{64, 128, 100, 192, 256, 576, 600, 1024} {
@@ -229,9 +229,9 @@ func TestRowsOneByOne(t *testing.T) {
 // The loop gives the groups' bits, so this test alone cannot tell that it ran: TestStreamFlags
 // holds the flags that select it, TestAsmRows the functions that test them.
 func TestRowsStreamed(t *testing.T) {
-	defer func(r streamrule.RowRule) { rowRule = r }(rowRule)
+	defer func(r [2]streamrule.RowRule) { rowRules = r }(rowRules)
 	for _, on := range []bool{false, true} {
-		rowRule = streamrule.RowRule{Stream: on}
+		rowRules = bothKernels(streamrule.RowRule{Stream: on})
 		for _, k := range testKernels() {
 			for _, d := range []int{64, 128, 100, 192, 256} {
 				for _, rows := range []int{1, 2, 3, 5, 9, 40} {
@@ -286,21 +286,18 @@ func checkRowsCall(t *testing.T, what string, k kernelID, rows, d int, c valueCl
 
 // TestStreamFlags holds the flags forwardRows gives a streamed call (setStreamFlags) to the rule
 // of streamrule.Rows: flagRows with flagNT and flagPF, exactly, for float32 rows of 64 or 128 out
-// of place on Zen 3; the memory flags alone for every other call, and on the other CPUs.
+// of place on Zen 3 and Zen 5 (with either kernel); the memory flags alone for every other call,
+// and on the other CPUs.
 func TestStreamFlags(t *testing.T) {
-	saved, savedPipe, savedRule := streamBytes, pipeRows, rowRule
-	defer func() { streamBytes, pipeRows, rowRule = saved, savedPipe, savedRule }()
+	saved, savedPipe, savedRules := streamBytes, pipeRows, rowRules
+	defer func() { streamBytes, pipeRows, rowRules = saved, savedPipe, savedRules }()
 	streamBytes, pipeRows = 0, false
-	const kib, mib = 1 << 10, 1 << 20
-	zen3 := streamrule.Rows(streamrule.CPU{AMD: true, Family: 0x19, L2: 512 * kib, L3: 32 * mib})
-	xeon := streamrule.Rows(streamrule.CPU{Intel: true, Family: 6, Model: 0xcf, L2: 2 * mib, L3: 260 * mib})
-	other := streamrule.Rows(streamrule.CPU{AMD: true, Family: 0x1a, L2: 1 * mib, L3: 32 * mib})
 	const rows, streamed, inPlace = 64, flagNT | flagPF, flagPF
 	for _, c := range []struct {
 		d       int
 		f       format
 		inPlace bool
-		zen3    uint32 // the flags on Zen 3; elsewhere those without flagRows
+		zen3    uint32 // the flags on Zen 3 and Zen 5; elsewhere those without flagRows
 	}{
 		{64, formatF32, false, flagRows | streamed},
 		{128, formatF32, false, flagRows | streamed},
@@ -313,64 +310,94 @@ func TestStreamFlags(t *testing.T) {
 		{128, formatF16, false, streamed},
 	} {
 		x, dst := make([]float32, rows*c.d), make([]float32, rows*c.d)
-		for _, rule := range []struct {
-			name string
-			r    streamrule.RowRule
-			want uint32
-		}{{"Zen 3", zen3, c.zen3}, {"Emerald Rapids", xeon, c.zen3 &^ flagRows}, {"Zen 5", other, c.zen3 &^ flagRows}} {
-			rowRule = rule.r
-			j := job{dst: ptr(dst), x: ptr(x), d: c.d, stride: c.d, dstStride: c.d, rows: rows, format: c.f}
-			if c.inPlace {
-				j.dst = j.x
+		for _, cpu := range ruleCPUs {
+			want := c.zen3
+			if cpu.name != "Zen 3" && cpu.name != "Zen 5" {
+				want &^= flagRows
 			}
-			j.setStreamFlags()
-			if j.flags != rule.want {
-				t.Errorf("%s: %dx%d, format %d, in place %v: flags %#x, want %#x", rule.name, rows, c.d, c.f, c.inPlace, j.flags, rule.want)
+			rowRules = rulesOf(cpu.cpu)
+			for _, k := range []kernelID{kernelAVX2, kernelAVX512, kernelAVX512BF16} {
+				j := job{dst: ptr(dst), x: ptr(x), d: c.d, stride: c.d, dstStride: c.d, rows: rows, format: c.f}
+				if c.inPlace {
+					j.dst = j.x
+				}
+				j.setStreamFlags(k)
+				if j.flags != want {
+					t.Errorf("%s, %s: %dx%d, format %d, in place %v: flags %#x, want %#x", cpu.name, k, rows, c.d, c.f, c.inPlace, j.flags, want)
+				}
 			}
 		}
 	}
 }
 
+// ruleCPUs are CPUs of each row rule of streamrule.Rows, and one of none (Zen 4).
+var ruleCPUs = func() []struct {
+	name string
+	cpu  streamrule.CPU
+} {
+	const kib, mib = 1 << 10, 1 << 20
+	return []struct {
+		name string
+		cpu  streamrule.CPU
+	}{
+		{"Emerald Rapids", streamrule.CPU{Intel: true, Family: 6, Model: 0xcf, L2: 2 * mib, L3: 260 * mib}},
+		{"Zen 3", streamrule.CPU{AMD: true, Family: 0x19, L2: 512 * kib, L3: 32 * mib}},
+		{"Zen 4", streamrule.CPU{AMD: true, Family: 0x19, L2: 1 * mib, L3: 32 * mib}},
+		{"Zen 5", streamrule.CPU{AMD: true, Family: 0x1a, L2: 1 * mib, L3: 32 * mib}},
+	}
+}()
+
+// rulesOf is rowRules as they are on cpu.
+func rulesOf(cpu streamrule.CPU) [2]streamrule.RowRule {
+	return [2]streamrule.RowRule{streamrule.Rows(cpu, false), streamrule.Rows(cpu, true)}
+}
+
+// bothKernels is rowRules with rule r for both kernels.
+func bothKernels(r streamrule.RowRule) [2]streamrule.RowRule { return [2]streamrule.RowRule{r, r} }
+
 // TestOneByOneCalls holds oneByOne, forwardRows's choice of flagRows for an in-cache call, to the
 // rules of streamrule.Rows at their ends: float32 rows only, more than one, d a multiple of 64,
-// at most rowsMax or above groupMax as the CPU's rule says.
+// at most rowsMax or above groupMax as the CPU's rule for the kernel says.
 func TestOneByOneCalls(t *testing.T) {
-	defer func(r streamrule.RowRule) { rowRule = r }(rowRule)
-	const kib, mib = 1 << 10, 1 << 20
-	xeon := streamrule.Rows(streamrule.CPU{Intel: true, Family: 6, Model: 0xcf, L2: 2 * mib, L3: 260 * mib})
-	zen3 := streamrule.Rows(streamrule.CPU{AMD: true, Family: 0x19, L2: 512 * kib, L3: 32 * mib})
-	other := streamrule.Rows(streamrule.CPU{AMD: true, Family: 0x1a, L2: 1 * mib, L3: 32 * mib})
+	defer func(r [2]streamrule.RowRule) { rowRules = r }(rowRules)
 	for _, c := range []struct {
-		rows, d           int
-		f                 format
-		xeon, zen3, other bool
+		rows, d int
+		f       format
+		// Emerald Rapids (either kernel), Zen 3, Zen 4, Zen 5 with the avx512 kernel and the avx2
+		xeon, zen3, zen4, zen5, zen5avx2 bool
 	}{
-		{1, 128, formatF32, false, false, false},
-		{2, 128, formatF32, true, true, false},
-		{3, 64, formatF32, true, true, false},
-		{4, 128, formatF32, true, false, false},
-		{63, 128, formatF32, true, false, false},
-		{64, 128, formatF32, true, true, false},
-		{64, 64, formatF32, true, true, false},
-		{64, 100, formatF32, false, false, false},
-		{64, 192, formatF32, false, false, false},
-		{64, 512, formatF32, false, false, false},
-		{2, 576, formatF32, false, true, false},
-		{64, 600, formatF32, false, false, false},
-		{64, 4096, formatF32, false, true, false},
-		{1, 4096, formatF32, false, false, false},
-		{64, 128, formatBF16, false, false, false},
-		{64, 128, formatF16, false, false, false},
-		{64, 4096, formatBF16, false, false, false},
+		{1, 128, formatF32, false, false, false, false, false},
+		{2, 128, formatF32, true, true, false, true, true},
+		{3, 64, formatF32, true, true, false, true, true},
+		{4, 128, formatF32, true, false, false, true, false},
+		{4, 64, formatF32, true, false, false, true, false},
+		{63, 128, formatF32, true, false, false, true, false},
+		{64, 128, formatF32, true, true, false, true, false},
+		{64, 64, formatF32, true, true, false, true, false},
+		{64, 100, formatF32, false, false, false, false, false},
+		{64, 192, formatF32, false, false, false, false, false},
+		{3, 192, formatF32, false, false, false, false, false},
+		{64, 512, formatF32, false, false, false, false, false},
+		{2, 576, formatF32, false, true, false, false, false},
+		{64, 600, formatF32, false, false, false, false, false},
+		{64, 4096, formatF32, false, true, false, false, false},
+		{1, 4096, formatF32, false, false, false, false, false},
+		{64, 128, formatBF16, false, false, false, false, false},
+		{2, 128, formatF16, false, false, false, false, false},
+		{64, 4096, formatBF16, false, false, false, false, false},
 	} {
-		for _, rule := range []struct {
-			name string
-			r    streamrule.RowRule
-			want bool
-		}{{"Emerald Rapids", xeon, c.xeon}, {"Zen 3", zen3, c.zen3}, {"Zen 5", other, c.other}} {
-			rowRule = rule.r
-			if got := oneByOne(c.rows, c.d, c.f); got != rule.want {
-				t.Errorf("%s: oneByOne(%d, %d, format %d) = %v, want %v", rule.name, c.rows, c.d, c.f, got, rule.want)
+		want := map[string][3]bool{ // avx2, avx512, avx512 with AVX512_BF16
+			"Emerald Rapids": {c.xeon, c.xeon, c.xeon},
+			"Zen 3":          {c.zen3, c.zen3, c.zen3},
+			"Zen 4":          {c.zen4, c.zen4, c.zen4},
+			"Zen 5":          {c.zen5avx2, c.zen5, c.zen5},
+		}
+		for _, cpu := range ruleCPUs {
+			rowRules = rulesOf(cpu.cpu)
+			for i, k := range []kernelID{kernelAVX2, kernelAVX512, kernelAVX512BF16} {
+				if got := oneByOne(c.rows, c.d, c.f, k); got != want[cpu.name][i] {
+					t.Errorf("%s, %s: oneByOne(%d, %d, format %d) = %v, want %v", cpu.name, k, c.rows, c.d, c.f, got, want[cpu.name][i])
+				}
 			}
 		}
 	}

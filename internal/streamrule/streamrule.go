@@ -185,8 +185,8 @@ func meshXeon(c CPU) bool { return c.Intel && c.Family == 6 && (c.Model == 0x8f 
 // noise).
 func Pipe(c CPU) bool { return zen3(c) || meshXeon(c) }
 
-// RowRule says which calls of float32 rows, d a multiple of 64, the kernels normalize one row
-// at a time through their one-row path (flagRows). An in-cache call of n rows (n > 1) of at most
+// RowRule says which calls of float32 rows, d a multiple of 64, a kernel normalizes one row
+// at a time through its one-row path (flagRows). An in-cache call of n rows (n > 1) of at most
 // ShortMax goes one at a time, instead of in groups of four, when n < Below or, with From set,
 // when n >= From; one of rows longer than LongAbove, which no group takes, instead of through the
 // general path one at a time, when Long is set. Rows between the two always take the groups.
@@ -220,7 +220,8 @@ func (r RowRule) OneByOne(n, d int) bool {
 // under r.
 func (r RowRule) Streams(d int) bool { return r.Stream && d <= ShortMax }
 
-// Rows returns the RowRule of c. On Sapphire Rapids and Emerald Rapids, whose out-of-order window
+// Rows returns the RowRule of c for the avx512 kernel (wide) or the others (the avx2 kernel: on
+// CPUs without AVX-512 wide is false). On Sapphire Rapids and Emerald Rapids, whose out-of-order window
 // (512 entries) overlaps the scalar steps of consecutive rows on its own, every in-cache call goes
 // one at a time (From 2). Measured on the Emerald Rapids above, Forward, groups (rows at most 512 long,
 // four at a time) and rows one at a time in binaries run in turn, twice, each alternating the
@@ -310,16 +311,55 @@ func (r RowRule) Streams(d int) bool { return r.Stream && d <= ShortMax }
 // ordinary stores, the same loop with ordinary stores was not faster in the median (its best
 // rounds were, its typical ones up to 1.4x slower), so those keep the groups too.
 //
-// Elsewhere every call keeps its usual path: no other CPU has been measured this way.
-func Rows(c CPU) RowRule {
+// On Zen 5 (AMD family 0x1a) the rule depends on the kernel (wide: the avx512 one, 512-bit
+// vectors). Measured on an AMD EPYC Zen 5 ("Turin", a 2-vCPU virtual machine, L1d 48 KiB),
+// 2026-12-05, Forward, groups and one at a time alternated in one process with both kernels, min
+// ns per row over 21 rounds (the medians moved alike), two runs of different shapes:
+//
+//	          avx512 groups   one at a time   avx2 groups   one at a time
+//	2x64      10.5            9.2             11.2          10.4
+//	3x64      9.6             7.9             10.7          9.0
+//	4x64      11.3            7.4             11.3          9.3
+//	32x64     7.2             5.9             9.5           8.1
+//	4096x64   8.3             6.7             10.3          8.5
+//	2x128     14.4            12.7            17.4          15.4
+//	3x128     13.1            10.4            16.2          14.4
+//	4x128     13.2            10.2            13.2          14.1
+//	8x128     12.1            9.3             13.2          13.9
+//	64x128    11.6            8.8             13.4          14.3
+//	256x128   11.5            8.6             13.2          13.8
+//	4096x128  16.4            10.2            14.4          15.5
+//	64x256    18.7            18.7            20.2          20.3
+//	16x512    34.8            34.2            38.1          38.1
+//	8x1024    69.6            68.1            79.2          79.9
+//	256x1024  103.8           103.0           105.6         105.7
+//	128x4096  464.9           462.1           477.2         482.0
+//
+// so there the avx512 kernel takes every in-cache call of rows of 64 and 128 one at a time (From
+// 2), and the avx2 kernel calls of fewer than 4 rows (Below 4: its groups win from four rows of
+// 128, and it keeps one rule for both lengths); longer rows keep their paths (Long gains 0-2%).
+// Streamed, rows of 64 and 128 go one at a time with both kernels (Stream), as on Zen 3: the same
+// runs, 32768x128 avx512 18.7 and 14.8 ns in groups, 14.5 and 12.9 one at a time, avx2 20.4 and
+// 16.4 against 19.0 and 14.9; 65536x64 avx512 8.2 against 6.5, avx2 10.0 against 7.9.
+//
+// Elsewhere (Zen 4 among them) every call keeps its usual path: no other CPU has been measured
+// this way.
+func Rows(c CPU, wide bool) RowRule {
 	switch {
 	case meshXeon(c):
 		return RowRule{From: 2}
 	case zen3(c):
 		return RowRule{Below: 4, From: 64, Long: true, Stream: true}
+	case zen5(c) && wide:
+		return RowRule{From: 2, Stream: true}
+	case zen5(c):
+		return RowRule{Below: 4, Stream: true}
 	}
 	return RowRule{}
 }
+
+// zen5 reports whether c is an AMD Zen 5: family 0x1a.
+func zen5(c CPU) bool { return c.AMD && c.Family == 0x1a }
 
 // PipeAbove is the row length above which RMSNorm's streamed float32 rows are piped where Pipe
 // holds (LayerNorm's are piped at every length the pipe takes): 4096 on Sapphire Rapids and

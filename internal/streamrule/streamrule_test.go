@@ -17,6 +17,8 @@ func TestBytes(t *testing.T) {
 		{"Zen 3 with 16 MiB of L3", CPU{AMD: true, Family: 0x19, L2: 512 * kib, L3: 16 * mib}, 8 * mib, true, 0},
 		{"Zen 4 Genoa", CPU{AMD: true, Family: 0x19, L2: 1 * mib, L3: 32 * mib}, 32 * mib, false, 0},
 		{"Zen 5 Turin", CPU{AMD: true, Family: 0x1a, L2: 1 * mib, L3: 32 * mib}, 32 * mib, false, 0},
+		{"Zen 5 without an L3 size", CPU{AMD: true, Family: 0x1a, L2: 1 * mib}, Fallback, false, 0},
+		{"family 0x1a, not AMD", CPU{Family: 0x1a, L2: 1 * mib, L3: 32 * mib}, 32 * mib, false, 0},
 		{"Zen 2, family 0x17", CPU{AMD: true, Family: 0x17, L2: 512 * kib, L3: 16 * mib}, 16 * mib, false, 0},
 		{"not AMD, family 0x19", CPU{Family: 0x19, L2: 512 * kib, L3: 32 * mib}, 32 * mib, false, 0},
 		{"Intel", CPU{Intel: true, Family: 6, L2: 2 * mib, L3: 60 * mib}, 60 * mib, false, 0},
@@ -45,15 +47,21 @@ func TestBytes(t *testing.T) {
 		if a := PipeAbove(c.cpu); a != c.above {
 			t.Errorf("%s: PipeAbove(%+v) = %d; want %d", c.name, c.cpu, a, c.above)
 		}
-		want := RowRule{}
+		want, wantWide := RowRule{}, RowRule{}
 		switch {
 		case c.above != 0: // the same CPUs as PipeAbove: Sapphire Rapids, Emerald Rapids
-			want = RowRule{From: 2}
+			want, wantWide = RowRule{From: 2}, RowRule{From: 2}
 		case c.pipe: // Zen 3, the other CPUs of Pipe
 			want = RowRule{Below: 4, From: 64, Long: true, Stream: true}
+			wantWide = want
+		case c.cpu.AMD && c.cpu.Family == 0x1a: // Zen 5: the rule depends on the kernel
+			want, wantWide = RowRule{Below: 4, Stream: true}, RowRule{From: 2, Stream: true}
 		}
-		if r := Rows(c.cpu); r != want {
-			t.Errorf("%s: Rows(%+v) = %+v; want %+v", c.name, c.cpu, r, want)
+		if r := Rows(c.cpu, false); r != want {
+			t.Errorf("%s: Rows(%+v, false) = %+v; want %+v", c.name, c.cpu, r, want)
+		}
+		if r := Rows(c.cpu, true); r != wantWide {
+			t.Errorf("%s: Rows(%+v, true) = %+v; want %+v", c.name, c.cpu, r, wantWide)
 		}
 		wantF, wantB := 12*mib, 12*mib
 		if c.pipe && c.above == 0 { // Zen 3, of Pipe's CPUs

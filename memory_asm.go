@@ -25,7 +25,8 @@ var pipeAbove = streamrule.PipeAbove(streamrule.Host())
 // path one row at a time (flagRows; see forwardRows), as streamrule decides from cpuid: [1] for
 // the avx512 kernel, [0] for the avx2 one (ruleOf). In cache: on Sapphire Rapids and Emerald
 // Rapids every call of two rows or more of at most rowsMax; on Zen 5 the same with the avx512
-// kernel, and with the avx2 one those of fewer than 4 rows; on Zen 3 those of fewer than 4 or of
+// kernel for rows of up to 384 (its rule's Short), and with the avx2 one those of fewer than 4
+// rows of at most rowsMax; on Zen 3 those of fewer than 4 or of
 // 64 rows and more, and every call of rows longer than groupMax. Streamed out of place (with
 // flagNT and flagPF; streamsOneByOne): on Zen 3 and Zen 5 rows of at most rowsMax. None
 // elsewhere. Only forwardRows sets the flag (oneByOne, streamsOneByOne): in Forward,

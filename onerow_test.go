@@ -191,19 +191,20 @@ func testRangeEnds(t *testing.T, d, rows int) {
 
 // TestRowsOneByOne runs Forward on batches of rows with a row rule that sends every call it can one
 // row at a time (flagRows) and one that sends none (the groups of four, the general path), every
-// kernel against generic, in guarded buffers: rows of 64 and 128, and 576 and 1024 (the rows
-// flagRows takes), and of 100, 192, 256 and 600 (those it leaves to their usual path), from 1 to
-// 9 rows, every value class; and, with normal rows, in place, and with the middle row scaled so
-// that its squares overflow (the float64 path amid rows the kernel takes, and its restart).
+// kernel against generic, in guarded buffers: rows of 64 to 512 and of 576 and 1024 (the rows
+// flagRows takes, up to a rule's largest Short), and of 100 and 600 (those it leaves to their
+// usual path), from 1 to 9 rows, every value class; and, with normal rows, in place, and with the
+// middle row scaled so that its squares overflow (the float64 path amid rows the kernel takes,
+// and its restart).
 func TestRowsOneByOne(t *testing.T) {
 	defer func(r [2]streamrule.RowRule) { rowRules = r }(rowRules)
 	for _, on := range []bool{false, true} {
 		rowRules = bothKernels(streamrule.RowRule{})
 		if on {
-			rowRules = bothKernels(streamrule.RowRule{From: 2, Long: true})
+			rowRules = bothKernels(streamrule.RowRule{From: 2, Short: streamrule.LongAbove, Long: true})
 		}
 		for _, k := range testKernels() {
-			for _, d := range []int{64, 128, 100, 192, 256, 576, 600, 1024} {
+			for _, d := range []int{64, 128, 100, 192, 256, 384, 448, 512, 576, 600, 1024} {
 				for rows := 1; rows <= 9; rows++ {
 					for ci, c := range valueClasses {
 						for _, how := range []string{"out of place", "in place", "a row of the float64 path"} {
@@ -351,7 +352,8 @@ func bothKernels(r streamrule.RowRule) [2]streamrule.RowRule { return [2]streamr
 
 // TestOneByOneCalls holds oneByOne, forwardRows's choice of flagRows for an in-cache call, to the
 // rules of streamrule.Rows at their ends: float32 rows only, more than one, d a multiple of 64,
-// at most rowsMax or above groupMax as the CPU's rule for the kernel says.
+// at most rowsMax (384 with Zen 5's avx512 kernel) or above groupMax as the CPU's rule for the
+// kernel says.
 func TestOneByOneCalls(t *testing.T) {
 	defer func(r [2]streamrule.RowRule) { rowRules = r }(rowRules)
 	for _, c := range []struct {
@@ -370,9 +372,14 @@ func TestOneByOneCalls(t *testing.T) {
 		{64, 128, formatF32, true, true, true, false},
 		{64, 64, formatF32, true, true, true, false},
 		{64, 100, formatF32, false, false, false, false},
-		{64, 192, formatF32, false, false, false, false},
-		{3, 192, formatF32, false, false, false, false},
+		{64, 192, formatF32, false, false, true, false},
+		{3, 192, formatF32, false, false, true, false},
+		{4, 384, formatF32, false, false, true, false},
+		{1024, 256, formatF32, false, false, true, false},
+		{2, 448, formatF32, false, false, false, false},
+		{64, 448, formatF32, false, false, false, false},
 		{64, 512, formatF32, false, false, false, false},
+		{64, 320, formatBF16, false, false, false, false},
 		{2, 576, formatF32, false, true, false, false},
 		{64, 600, formatF32, false, false, false, false},
 		{64, 4096, formatF32, false, true, false, false},
@@ -399,11 +406,20 @@ func TestOneByOneCalls(t *testing.T) {
 }
 
 // TestRowRuleBounds holds streamrule's row lengths to the kernels': the rows the one-row path takes
-// one at a time instead of the groups are at most rowsMax, and those it takes instead of the
-// general path are longer than groupMax, the longest row of a group.
+// one at a time instead of the groups are at most rowsMax unless a rule raises the bound (Short,
+// at most groupMax, the longest row of a group, and a multiple of 64), and those it takes instead
+// of the general path are longer than groupMax.
 func TestRowRuleBounds(t *testing.T) {
 	if streamrule.ShortMax != rowsMax || streamrule.LongAbove != groupMax {
 		t.Errorf("streamrule.ShortMax, LongAbove = %d, %d; want rowsMax %d, groupMax %d",
 			streamrule.ShortMax, streamrule.LongAbove, rowsMax, groupMax)
+	}
+	for _, cpu := range ruleCPUs {
+		for wide, r := range rulesOf(cpu.cpu) {
+			if r.Short != 0 && (r.Short < rowsMax || r.Short > groupMax || r.Short%64 != 0) {
+				t.Errorf("%s (kernel %d): Short %d; want 0 or a multiple of 64 from rowsMax %d to groupMax %d",
+					cpu.name, wide, r.Short, rowsMax, groupMax)
+			}
+		}
 	}
 }

@@ -18,7 +18,8 @@ func (g *gen) hasOneRow() bool {
 // oneRow emits the path of the commonest short call: one row (to = from+1), d a multiple of 64,
 // a plain weight, no residual, no flags (no 1+w, no prefetch or non-temporal stores), Inv or not;
 // and, with flagRows alone (the Go side sets it for the in-cache calls streamrule.Rows picks: rows
-// of at most spec.RowsMax, or longer than spec.GroupMax), every row of the call, one at a time,
+// of at most spec.RowsMax, or up to spec.GroupMax where a rule says so, or longer than
+// spec.GroupMax), every row of the call, one at a time,
 // instead of the general path's groups of four or its own rows; with flagRows, flagNT and flagPF
 // (streamed calls of rows of at most spec.RowsMax, where the rule says so), every row of the call
 // with non-temporal stores and a prefetch ahead in the sum pass. Anything else jumps to general,

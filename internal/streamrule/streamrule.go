@@ -187,21 +187,25 @@ func Pipe(c CPU) bool { return zen3(c) || meshXeon(c) }
 
 // RowRule says which calls of float32 rows, d a multiple of 64, a kernel normalizes one row
 // at a time through its one-row path (flagRows). An in-cache call of n rows (n > 1) of at most
-// ShortMax goes one at a time, instead of in groups of four, when n < Below or, with From set,
-// when n >= From; one of rows longer than LongAbove, which no group takes, instead of through the
-// general path one at a time, when Long is set. Rows between the two always take the groups.
-// Streamed calls (out of place, rows from memory) of rows of at most ShortMax go one at a time
-// too when Stream is set, with the one-row path's streaming loop (non-temporal stores, the sum
-// pass prefetching far ahead) instead of the groups. The zero RowRule keeps every call on its
-// usual path.
+// Short (ShortMax when Short is 0) goes one at a time, instead of in groups of four, when
+// n < Below or, with From set, when n >= From; one of rows longer than LongAbove, which no group
+// takes, instead of through the general path one at a time, when Long is set. Rows between the
+// two always take the groups. Streamed calls (out of place, rows from memory) of rows of at most
+// ShortMax (whatever Short says) go one at a time too when Stream is set, with the one-row
+// path's streaming loop (non-temporal stores, the sum pass prefetching far ahead) instead of the
+// groups. The zero RowRule keeps every call on its usual path.
 type RowRule struct {
 	Below, From int
-	Long        bool
-	Stream      bool
+	// Short, a multiple of 64 from ShortMax to LongAbove, raises the bound of Below and From
+	// for rows in cache; 0 leaves it at ShortMax.
+	Short  int
+	Long   bool
+	Stream bool
 }
 
 // ShortMax and LongAbove are the bounds of RowRule's row lengths: the rowsMax and groupMax of the
 // kernels (asm/internal/spec's RowsMax and GroupMax), which a test of the package holds them to.
+// A rule's Short lies between the two.
 const (
 	ShortMax  = 128
 	LongAbove = 512
@@ -213,7 +217,15 @@ func (r RowRule) OneByOne(n, d int) bool {
 	if d > LongAbove {
 		return r.Long
 	}
-	return d <= ShortMax && (n < r.Below || (r.From > 0 && n >= r.From))
+	return d <= r.shortMax() && (n < r.Below || (r.From > 0 && n >= r.From))
+}
+
+// shortMax is the longest row Below and From apply to: Short, or ShortMax when Short is 0.
+func (r RowRule) shortMax() int {
+	if r.Short > 0 {
+		return r.Short
+	}
+	return ShortMax
 }
 
 // Streams reports whether a streamed call of rows of d (d a multiple of 64) goes one at a time
@@ -329,15 +341,47 @@ func (r RowRule) Streams(d int) bool { return r.Stream && d <= ShortMax }
 //	64x128    11.6            8.8             13.4          14.3
 //	256x128   11.5            8.6             13.2          13.8
 //	4096x128  16.4            10.2            14.4          15.5
-//	64x256    18.7            18.7            20.2          20.3
-//	16x512    34.8            34.2            38.1          38.1
 //	8x1024    69.6            68.1            79.2          79.9
 //	256x1024  103.8           103.0           105.6         105.7
 //	128x4096  464.9           462.1           477.2         482.0
 //
 // so there the avx512 kernel takes every in-cache call of rows of 64 and 128 one at a time (From
 // 2), and the avx2 kernel calls of fewer than 4 rows (Below 4: its groups win from four rows of
-// 128, and it keeps one rule for both lengths); longer rows keep their paths (Long gains 0-2%).
+// 128, and it keeps one rule for both lengths); rows longer than 512 keep the general path (Long
+// gains 0-2%). Rows of 192 to 512 were measured later (the rule above could not send them one at
+// a time: a table of v0.2.10 that gave 64x256 and 16x512 as equal timed the groups both ways),
+// the same way, 25 rounds, two runs (21 rounds, one run, for 512), min ns per row:
+//
+//	          avx512 groups   one at a time
+//	2x192     19.2, 17.5      16.6, 15.2
+//	8x192     21.2, 15.8      18.6, 12.7
+//	64x192    15.8, 15.1      14.0, 12.8
+//	1024x192  22.0, 22.6      17.2, 18.1
+//	2x256     30.6, 19.8      27.5, 17.4
+//	4x256     27.4, 17.9      25.9, 14.8
+//	64x256    19.3, 18.3      14.8, 14.3
+//	1024x256  26.8, 26.1      24.7, 23.7
+//	4x320     22.4, 29.1      21.2, 27.0
+//	64x320    24.1, 22.9      19.5, 18.2
+//	1024x320  30.6, 34.1      28.4, 31.1
+//	2x384     26.6, 43.0      25.0, 36.9
+//	4x384     23.1, 30.4      22.1, 30.8
+//	8x384     21.9, 22.0      21.1, 21.1
+//	64x384    25.6, 31.3      21.4, 28.7
+//	1024x384  37.8, 42.3      33.8, 34.4
+//	3x448     50.2, 47.2      46.6, 44.6
+//	4x448     26.8, 34.1      31.3, 43.4
+//	8x448     25.5, 24.8      30.1, 29.2
+//	16x448    30.2, 34.4      30.7, 45.3
+//	4x512     35.0            45.9
+//	8x512     33.4            43.5
+//	64x512    39.7            50.0
+//
+// so the avx512 kernel takes rows of up to 384 one at a time too (Short 384; 4x384 is even, the
+// other shapes of 192-384 gain 3-30%), and from 448 on, where four rows or more lose up to 30%,
+// keeps the groups. The avx2 kernel's one-row loop lost there from four rows on (4x256 20.5 in
+// groups against 28.8, 64x256 19.9 against 28.5) and gained 4% at two and three rows of 192
+// alone (2x192 22.4 against 21.6), so its rule stays at ShortMax.
 // Streamed, rows of 64 and 128 go one at a time with both kernels (Stream), as on Zen 3: the same
 // runs, 32768x128 avx512 18.7 and 14.8 ns in groups, 14.5 and 12.9 one at a time, avx2 20.4 and
 // 16.4 against 19.0 and 14.9; 65536x64 avx512 8.2 against 6.5, avx2 10.0 against 7.9.
@@ -351,7 +395,7 @@ func Rows(c CPU, wide bool) RowRule {
 	case zen3(c):
 		return RowRule{Below: 4, From: 64, Long: true, Stream: true}
 	case zen5(c) && wide:
-		return RowRule{From: 2, Stream: true}
+		return RowRule{From: 2, Short: 384, Stream: true}
 	case zen5(c):
 		return RowRule{Below: 4, Stream: true}
 	}

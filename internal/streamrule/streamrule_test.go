@@ -55,7 +55,7 @@ func TestBytes(t *testing.T) {
 			want = RowRule{Below: 4, From: 64, Long: true, Stream: true}
 			wantWide = want
 		case c.cpu.AMD && c.cpu.Family == 0x1a: // Zen 5: the rule depends on the kernel
-			want, wantWide = RowRule{Below: 4, Stream: true}, RowRule{From: 2, Stream: true}
+			want, wantWide = RowRule{Below: 4, Stream: true}, RowRule{From: 2, Short: 384, Stream: true}
 		}
 		if r := Rows(c.cpu, false); r != want {
 			t.Errorf("%s: Rows(%+v, false) = %+v; want %+v", c.name, c.cpu, r, want)
@@ -74,7 +74,8 @@ func TestBytes(t *testing.T) {
 }
 
 // TestRowRule holds OneByOne to its definition at the ends of each rule's ranges, for short rows
-// (64 and 128), those between (192 to 512, never one at a time) and long ones (576 and more).
+// (64 and 128, and up to Short), those between (up to 512, never one at a time) and long ones (576
+// and more).
 func TestRowRule(t *testing.T) {
 	type call struct{ n, d int }
 	for _, c := range []struct {
@@ -88,6 +89,10 @@ func TestRowRule(t *testing.T) {
 		{RowRule{Below: 4, From: 64, Long: true}, []call{{2, 128}, {3, 64}, {64, 128}, {65, 64}, {1 << 20, 128}, {2, 576}, {4, 1024}, {1000, 4096}},
 			[]call{{4, 128}, {5, 64}, {32, 128}, {63, 128}, {2, 192}, {64, 256}, {1 << 20, 512}}},
 		{RowRule{Below: 4}, []call{{2, 64}, {3, 128}}, []call{{4, 128}, {64, 128}, {2, 256}, {2, 1024}}},
+		{RowRule{From: 2, Short: 384}, []call{{2, 64}, {2, 192}, {4, 384}, {1 << 20, 256}},
+			[]call{{2, 448}, {64, 512}, {2, 576}, {64, 4096}}},
+		{RowRule{Below: 4, Short: LongAbove}, []call{{3, 64}, {2, 192}, {3, 512}},
+			[]call{{4, 128}, {4, 512}, {2, 576}}},
 	} {
 		for _, x := range c.one {
 			if !c.r.OneByOne(x.n, x.d) {
@@ -103,7 +108,7 @@ func TestRowRule(t *testing.T) {
 }
 
 // TestRowRuleStreams holds Streams to its definition: streamed rows of at most ShortMax under
-// Stream, none without it.
+// Stream, whatever Short, none without it.
 func TestRowRuleStreams(t *testing.T) {
 	for _, c := range []struct {
 		r    RowRule
@@ -114,6 +119,8 @@ func TestRowRuleStreams(t *testing.T) {
 		{RowRule{Stream: true}, ShortMax, true},
 		{RowRule{Stream: true}, ShortMax + 64, false},
 		{RowRule{Stream: true}, 4096, false},
+		{RowRule{From: 2, Short: 384, Stream: true}, ShortMax, true},
+		{RowRule{From: 2, Short: 384, Stream: true}, 256, false},
 		{RowRule{Below: 4, From: 64, Long: true}, 64, false},
 		{RowRule{}, 128, false},
 	} {

@@ -369,10 +369,10 @@ const (
 	// where the hardware prefetchers alone leave memory idle part of the time.
 	FlagAhead = 128
 	// FlagRows (float32 rows into float32 rows, d a multiple of 64, a plain weight, no
-	// residual, for the calls streamrule.Rows picks: in cache, rows of at most RowsMax, or longer
-	// than GroupMax; streamed out of place, rows of at most RowsMax): the functions with the
-	// one-row path run every row of the call through it, one at a time, instead of in groups of
-	// four or through the general path. The bits are the same either way. The Go side sets it
+	// residual, for the calls streamrule.Rows picks: in cache, rows of at most RowsMax (up to
+	// GroupMax where a rule says so), or longer than GroupMax; streamed out of place, rows of at
+	// most RowsMax): the functions with the one-row path run every row of the call through it,
+	// one at a time, instead of in groups of four or through the general path. The bits are the same either way. The Go side sets it
 	// alone for rows in cache, and with FlagNT and FlagPF (nothing else) for streamed rows, which
 	// the loop then writes with non-temporal stores, prefetching ahead in its sum pass; a
 	// streamed call whose dst rows are not aligned to the vector takes the general path.
@@ -380,7 +380,8 @@ const (
 )
 
 // RowsMax is the longest row that FlagRows sends through the one-row path's loop instead of the
-// groups (streamrule.ShortMax); rows longer than GroupMax (streamrule.LongAbove) may take it too.
+// groups (streamrule.ShortMax), unless a CPU's rule raises it (RowRule.Short, at most GroupMax);
+// rows longer than GroupMax (streamrule.LongAbove) may take it too.
 const RowsMax = 128
 
 // Bounds of t = ss/d + eps outside which a row takes the float64 path.
@@ -409,11 +410,11 @@ func GoSpec(header string) string {
 	fmt.Fprintf(&b, "\tflagCenter = %d // Layer variants: subtract the row's mean (Norm.Center)\n", FlagCenter)
 	fmt.Fprintf(&b, "\tflagPipe = %d // streaming (AVX2: float32 rows into float32 or float16, float16 rows into float16; AVX-512: float32 rows into float32): the scale pass of a row sums the next row's squares (LayerNorm: its elements); backward (AVX2, RMSNorm): the dx pass forms the next row's sums\n", FlagPipe)
 	fmt.Fprintf(&b, "\tflagAhead = %d // backward streaming: the sum passes prefetch 1 KiB ahead, the dx pass (with flagNT) the next row\n", FlagAhead)
-	fmt.Fprintf(&b, "\tflagRows = %d // float32 rows one at a time through the one-row path (streamrule.Rows): in cache, of at most rowsMax or above groupMax; streamed (with flagNT and flagPF alone), of at most rowsMax\n", FlagRows)
+	fmt.Fprintf(&b, "\tflagRows = %d // float32 rows one at a time through the one-row path (streamrule.Rows): in cache, of at most rowsMax (up to groupMax where the rule says so) or above groupMax; streamed (with flagNT and flagPF alone), of at most rowsMax\n", FlagRows)
 	b.WriteString(")\n\n")
 	fmt.Fprintf(&b, "// gradBlock is the number of rows summed into one partial sum of the weight gradient.\nconst gradBlock = %d\n\n", GradBlock)
 	fmt.Fprintf(&b, "// groupMax is the longest row the kernels normalize four at a time.\nconst groupMax = %d\n\n", GroupMax)
-	fmt.Fprintf(&b, "// rowsMax is the longest row flagRows sends through the one-row path one at a time instead of the groups.\nconst rowsMax = %d\n\n", RowsMax)
+	fmt.Fprintf(&b, "// rowsMax is the longest row flagRows sends through the one-row path one at a time instead of the groups, unless a rule raises it (streamrule.RowRule.Short).\nconst rowsMax = %d\n\n", RowsMax)
 	b.WriteString("// variant numbers the form of a call (format, weight form, residual): its index in spec.Forward.\n")
 	b.WriteString("// The generic kernel runs each; the assembly has one forward function per format (spec.Body).\n")
 	b.WriteString("type variant uint8\n\nconst (\n")

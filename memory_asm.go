@@ -26,10 +26,10 @@ var pipeAbove = streamrule.PipeAbove(streamrule.Host())
 // the avx512 kernel, [0] for the avx2 one (ruleOf). In cache: on Sapphire Rapids and Emerald
 // Rapids every call of two rows or more of at most rowsMax; on Zen 5 the same with the avx512
 // kernel for rows of up to 384 (its rule's Short), and with the avx2 one those of fewer than 4
-// rows of at most rowsMax; on Zen 3 those of fewer than 4 or of
-// 64 rows and more, and every call of rows longer than groupMax. Streamed out of place (with
-// flagNT and flagPF; streamsOneByOne): on Zen 3 and Zen 5 rows of at most rowsMax. None
-// elsewhere. Only forwardRows sets the flag (oneByOne, streamsOneByOne): in Forward,
+// rows of at most rowsMax; on Zen 3 those of fewer than 4 or of 64 rows and more, and every call
+// of rows longer than groupMax. Streamed out of place (with flagNT and flagPF; streamsOneByOne):
+// on Zen 3 and Zen 5 rows of at most rowsMax, and on Zen 5 of up to 384 with the avx512 kernel.
+// None elsewhere. Only forwardRows sets the flag (oneByOne, streamsOneByOne): in Forward,
 // and in Norm.Forward and Apply by a Norm with a weight, neither UnitOffset, Center nor Bias, and
 // Workers 0 or 1, Apply with rows back to back and no Inv, Mean or residual. Only the amd64
 // functions with the one-row path read it. A variable so that tests can run the kernels both ways.

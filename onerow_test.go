@@ -222,8 +222,8 @@ func TestRowsOneByOne(t *testing.T) {
 }
 
 // TestRowsStreamed runs streamed calls of Forward (withStreaming) with RowRule.Stream off and on,
-// every kernel against generic: with it, out-of-place rows of 64 and 128 go one at a time
-// through the one-row path's streaming loop (flagRows, flagNT, flagPF), and dst rows not
+// every kernel against generic: with it (and Short at its largest), out-of-place rows of 64 to
+// 512 go one at a time through the one-row path's streaming loop (flagRows, flagNT, flagPF), and dst rows not
 // aligned to the vector (off: elements past a 64-byte boundary, 8 of them aligned for AVX2 but
 // not AVX-512) go back to the general path. Lengths the rule leaves to the groups, in-place
 // calls and a row of the float64 path, which the loop returns to Go for and resumes after, too.
@@ -232,9 +232,9 @@ func TestRowsOneByOne(t *testing.T) {
 func TestRowsStreamed(t *testing.T) {
 	defer func(r [2]streamrule.RowRule) { rowRules = r }(rowRules)
 	for _, on := range []bool{false, true} {
-		rowRules = bothKernels(streamrule.RowRule{Stream: on})
+		rowRules = bothKernels(streamrule.RowRule{Stream: on, Short: streamrule.LongAbove})
 		for _, k := range testKernels() {
-			for _, d := range []int{64, 128, 100, 192, 256} {
+			for _, d := range []int{64, 128, 100, 192, 384, 512, 600} {
 				for _, rows := range []int{1, 2, 3, 5, 9, 40} {
 					for _, how := range []string{"out of place", "in place", "a row of the float64 path"} {
 						for _, off := range []int{0, 1, 4, 8} {
@@ -287,8 +287,8 @@ func checkRowsCall(t *testing.T, what string, k kernelID, rows, d int, c valueCl
 
 // TestStreamFlags holds the flags forwardRows gives a streamed call (setStreamFlags) to the rule
 // of streamrule.Rows: flagRows with flagNT and flagPF, exactly, for float32 rows of 64 or 128 out
-// of place on Zen 3 and Zen 5 (with either kernel); the memory flags alone for every other call,
-// and on the other CPUs.
+// of place on Zen 3 and Zen 5 (with either kernel), and of up to 384 on Zen 5 with the avx512
+// kernel; the memory flags alone for every other call, and on the other CPUs.
 func TestStreamFlags(t *testing.T) {
 	saved, savedPipe, savedRules := streamBytes, pipeRows, rowRules
 	defer func() { streamBytes, pipeRows, rowRules = saved, savedPipe, savedRules }()
@@ -298,26 +298,34 @@ func TestStreamFlags(t *testing.T) {
 		d       int
 		f       format
 		inPlace bool
-		zen3    uint32 // the flags on Zen 3 and Zen 5; elsewhere those without flagRows
+		// the flags on Zen 3 and on Zen 5 with the avx2 kernel, and on Zen 5 with the avx512
+		// one; elsewhere zen3's without flagRows
+		zen3, zen5wide uint32
 	}{
-		{64, formatF32, false, flagRows | streamed},
-		{128, formatF32, false, flagRows | streamed},
-		{128, formatF32, true, inPlace},
-		{100, formatF32, false, streamed},
-		{192, formatF32, false, streamed},
-		{256, formatF32, false, streamed},
-		{4096, formatF32, false, streamed},
-		{128, formatBF16, false, streamed},
-		{128, formatF16, false, streamed},
+		{64, formatF32, false, flagRows | streamed, flagRows | streamed},
+		{128, formatF32, false, flagRows | streamed, flagRows | streamed},
+		{128, formatF32, true, inPlace, inPlace},
+		{100, formatF32, false, streamed, streamed},
+		{192, formatF32, false, streamed, flagRows | streamed},
+		{256, formatF32, false, streamed, flagRows | streamed},
+		{384, formatF32, false, streamed, flagRows | streamed},
+		{384, formatF32, true, inPlace, inPlace},
+		{448, formatF32, false, streamed, streamed},
+		{4096, formatF32, false, streamed, streamed},
+		{128, formatBF16, false, streamed, streamed},
+		{256, formatF16, false, streamed, streamed},
 	} {
 		x, dst := make([]float32, rows*c.d), make([]float32, rows*c.d)
 		for _, cpu := range ruleCPUs {
-			want := c.zen3
-			if cpu.name != "Zen 3" && cpu.name != "Zen 5" {
-				want &^= flagRows
-			}
 			rowRules = rulesOf(cpu.cpu)
 			for _, k := range []kernelID{kernelAVX2, kernelAVX512, kernelAVX512BF16} {
+				want := c.zen3
+				switch {
+				case cpu.name == "Zen 5" && k != kernelAVX2:
+					want = c.zen5wide
+				case cpu.name != "Zen 3" && cpu.name != "Zen 5":
+					want &^= flagRows
+				}
 				j := job{dst: ptr(dst), x: ptr(x), d: c.d, stride: c.d, dstStride: c.d, rows: rows, format: c.f}
 				if c.inPlace {
 					j.dst = j.x

@@ -19,10 +19,10 @@ func (g *gen) hasOneRow() bool {
 // a plain weight, no residual, no flags (no 1+w, no prefetch or non-temporal stores), Inv or not;
 // and, with flagRows alone (the Go side sets it for the in-cache calls streamrule.Rows picks: rows
 // of at most spec.RowsMax, or up to spec.GroupMax where a rule says so, or longer than
-// spec.GroupMax), every row of the call, one at a time,
-// instead of the general path's groups of four or its own rows; with flagRows, flagNT and flagPF
-// (streamed calls of rows of at most spec.RowsMax, where the rule says so), every row of the call
-// with non-temporal stores and a prefetch ahead in the sum pass. Anything else jumps to general,
+// spec.GroupMax), every row of the call, one at a time, instead of the general path's groups of
+// four or its own rows; with flagRows, flagNT and flagPF (streamed calls of rows of at most
+// spec.RowsMax, or up to spec.GroupMax, where the rule says so), every row of the call with
+// non-temporal stores and a prefetch ahead in the sum pass. Anything else jumps to general,
 // the function's usual path. The row takes the same operations in the same order as on that path
 // (the same blocks, partial, finish1, t and its range, inv, and (x*inv)*w), so the bits are the
 // same; what it saves is the bookkeeping of groups, tails, weight forms and memory modes, and the
@@ -60,8 +60,8 @@ func (g *gen) oneRow(general string) {
 	JNE(LabelRef("streamflag"))
 	g.rowPath("rows", general, from, to, rowsInCache)
 
-	// flagRows with flagNT and flagPF (streamed rows of at most spec.RowsMax, streamrule's
-	// RowRule.Stream): the loop again, its sum pass prefetching rowsAheadBytes ahead, dst written
+	// flagRows with flagNT and flagPF (streamed rows of at most spec.RowsMax or a rule's Short,
+	// streamrule's RowRule.Stream): the loop again, its sum pass prefetching rowsAheadBytes ahead, dst written
 	// with non-temporal stores.
 	Label("streamflag")
 	CMPL(fl, U32(spec.FlagRows|spec.FlagNT|spec.FlagPF))

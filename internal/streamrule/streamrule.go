@@ -191,13 +191,13 @@ func Pipe(c CPU) bool { return zen3(c) || meshXeon(c) }
 // n < Below or, with From set, when n >= From; one of rows longer than LongAbove, which no group
 // takes, instead of through the general path one at a time, when Long is set. Rows between the
 // two always take the groups. Streamed calls (out of place, rows from memory) of rows of at most
-// ShortMax (whatever Short says) go one at a time too when Stream is set, with the one-row
-// path's streaming loop (non-temporal stores, the sum pass prefetching far ahead) instead of the
-// groups. The zero RowRule keeps every call on its usual path.
+// Short (ShortMax when 0) go one at a time too when Stream is set, with the one-row path's
+// streaming loop (non-temporal stores, the sum pass prefetching far ahead) instead of the groups.
+// The zero RowRule keeps every call on its usual path.
 type RowRule struct {
 	Below, From int
-	// Short, a multiple of 64 from ShortMax to LongAbove, raises the bound of Below and From
-	// for rows in cache; 0 leaves it at ShortMax.
+	// Short, a multiple of 64 from ShortMax to LongAbove, raises the bound of Below, From and
+	// Stream; 0 leaves it at ShortMax.
 	Short  int
 	Long   bool
 	Stream bool
@@ -230,7 +230,7 @@ func (r RowRule) shortMax() int {
 
 // Streams reports whether a streamed call of rows of d (d a multiple of 64) goes one at a time
 // under r.
-func (r RowRule) Streams(d int) bool { return r.Stream && d <= ShortMax }
+func (r RowRule) Streams(d int) bool { return r.Stream && d <= r.shortMax() }
 
 // Rows returns the RowRule of c for the avx512 kernel (wide) or the others (the avx2 kernel: on
 // CPUs without AVX-512 wide is false). On Sapphire Rapids and Emerald Rapids, whose out-of-order window
@@ -379,10 +379,22 @@ func (r RowRule) Streams(d int) bool { return r.Stream && d <= ShortMax }
 //
 // so the avx512 kernel takes rows of up to 384 one at a time too (Short 384; 4x384 is even, the
 // other shapes of 192-384 gain 3-30%), and from 448 on, where four rows or more lose up to 30%,
-// keeps the groups. The avx2 kernel's one-row loop lost there from four rows on (4x256 20.5 in
+// keeps the groups. Streamed (65536 rows out of place), the same rows gain one at a time as
+// well: min (median) ns per row over 21 rounds, two runs, groups against one at a time,
+//
+//	65536x128  16.7 (18.4), 15.8 (17.7)     16.7 (18.1), 15.8 (18.0)  (the same path: 128 took it before)
+//	65536x192  34.5 (37.6), 37.0 (43.6)     29.2 (33.5), 29.5 (34.5)
+//	65536x256  59.0 (70.7), 39.8 (43.7)     47.8 (58.9), 36.7 (40.7)
+//	65536x320  55.6 (71.5), 52.5 (65.1)     49.7 (67.2), 49.5 (61.8)
+//	65536x384  66.2 (91.8), 86.4 (96.8)     61.9 (84.2), 80.0 (93.0)
+//	65536x448  67.8 (89.6), 73.8 (85.6)     68.5 (90.8), 71.9 (91.3)  (the same path: Short 384)
+//
+// (with Short 512, 65536x512 measured 92.2 and 80.8 in groups against 98.1 and 90.3), so Short
+// bounds the streamed rows too. The avx2 kernel's one-row loop lost there from four rows on (4x256 20.5 in
 // groups against 28.8, 64x256 19.9 against 28.5) and gained 4% at two and three rows of 192
 // alone (2x192 22.4 against 21.6), so its rule stays at ShortMax.
-// Streamed, rows of 64 and 128 go one at a time with both kernels (Stream), as on Zen 3: the same
+// Streamed, rows of 64 and 128 go one at a time with both kernels (Stream), as on Zen 3 (and, with
+// the avx512 kernel, those of up to 384: below): the same
 // runs, 32768x128 avx512 18.7 and 14.8 ns in groups, 14.5 and 12.9 one at a time, avx2 20.4 and
 // 16.4 against 19.0 and 14.9; 65536x64 avx512 8.2 against 6.5, avx2 10.0 against 7.9.
 //

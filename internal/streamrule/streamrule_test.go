@@ -107,8 +107,8 @@ func TestRowRule(t *testing.T) {
 	}
 }
 
-// TestRowRuleStreams holds Streams to its definition: streamed rows of at most ShortMax under
-// Stream, whatever Short, none without it.
+// TestRowRuleStreams holds Streams to its definition: streamed rows of at most Short (ShortMax
+// when 0) under Stream, none without it.
 func TestRowRuleStreams(t *testing.T) {
 	for _, c := range []struct {
 		r    RowRule
@@ -120,7 +120,9 @@ func TestRowRuleStreams(t *testing.T) {
 		{RowRule{Stream: true}, ShortMax + 64, false},
 		{RowRule{Stream: true}, 4096, false},
 		{RowRule{From: 2, Short: 384, Stream: true}, ShortMax, true},
-		{RowRule{From: 2, Short: 384, Stream: true}, 256, false},
+		{RowRule{From: 2, Short: 384, Stream: true}, 384, true},
+		{RowRule{From: 2, Short: 384, Stream: true}, 448, false},
+		{RowRule{From: 2, Short: 384}, 256, false},
 		{RowRule{Below: 4, From: 64, Long: true}, 64, false},
 		{RowRule{}, 128, false},
 	} {

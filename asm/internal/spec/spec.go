@@ -371,9 +371,9 @@ const (
 	// FlagRows (float32 rows into float32 rows, d a multiple of 64, a plain weight, no
 	// residual, for the calls streamrule.Rows picks: in cache, rows of at most RowsMax (up to
 	// GroupMax where a rule says so), or longer than GroupMax; streamed out of place, rows of at
-	// most RowsMax): the functions with the one-row path run every row of the call through it,
-	// one at a time, instead of in groups of four or through the general path. The bits are the same either way. The Go side sets it
-	// alone for rows in cache, and with FlagNT and FlagPF (nothing else) for streamed rows, which
+	// most RowsMax (the same)): the functions with the one-row path run every row of the call
+	// through it, one at a time, instead of in groups of four or through the general path. The
+	// bits are the same either way. The Go side sets it alone for rows in cache, and with FlagNT and FlagPF (nothing else) for streamed rows, which
 	// the loop then writes with non-temporal stores, prefetching ahead in its sum pass; a
 	// streamed call whose dst rows are not aligned to the vector takes the general path.
 	FlagRows = 256
@@ -410,7 +410,7 @@ func GoSpec(header string) string {
 	fmt.Fprintf(&b, "\tflagCenter = %d // Layer variants: subtract the row's mean (Norm.Center)\n", FlagCenter)
 	fmt.Fprintf(&b, "\tflagPipe = %d // streaming (AVX2: float32 rows into float32 or float16, float16 rows into float16; AVX-512: float32 rows into float32): the scale pass of a row sums the next row's squares (LayerNorm: its elements); backward (AVX2, RMSNorm): the dx pass forms the next row's sums\n", FlagPipe)
 	fmt.Fprintf(&b, "\tflagAhead = %d // backward streaming: the sum passes prefetch 1 KiB ahead, the dx pass (with flagNT) the next row\n", FlagAhead)
-	fmt.Fprintf(&b, "\tflagRows = %d // float32 rows one at a time through the one-row path (streamrule.Rows): in cache, of at most rowsMax (up to groupMax where the rule says so) or above groupMax; streamed (with flagNT and flagPF alone), of at most rowsMax\n", FlagRows)
+	fmt.Fprintf(&b, "\tflagRows = %d // float32 rows one at a time through the one-row path (streamrule.Rows): in cache, of at most rowsMax (up to groupMax where the rule says so) or above groupMax; streamed (with flagNT and flagPF alone), of at most rowsMax (the same)\n", FlagRows)
 	b.WriteString(")\n\n")
 	fmt.Fprintf(&b, "// gradBlock is the number of rows summed into one partial sum of the weight gradient.\nconst gradBlock = %d\n\n", GradBlock)
 	fmt.Fprintf(&b, "// groupMax is the longest row the kernels normalize four at a time.\nconst groupMax = %d\n\n", GroupMax)

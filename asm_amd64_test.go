@@ -345,6 +345,23 @@ func TestAsmAhead(t *testing.T) {
 	}
 }
 
+// TestAsmGroups holds the functions that test flagGroups to the AVX-512 Layer forward functions
+// (avx512's and avx512bf16's, every format), which take groups of rows under it. The groups give
+// the bits of the rows alone, so no other test notices a function that lost the test.
+func TestAsmGroups(t *testing.T) {
+	var want []string
+	for _, suffix := range []string{"", "BF16", "F16", "ToBF16", "ToF16"} {
+		want = append(want, "avx512ForwardLayer"+suffix)
+		if strings.Contains(suffix, "BF16") {
+			want = append(want, "avx512bf16ForwardLayer"+suffix)
+		}
+	}
+	slices.Sort(want)
+	if got := flagTesters(t, flagGroups); !slices.Equal(got, want) {
+		t.Errorf("the functions that test flagGroups are %q, want %q", got, want)
+	}
+}
+
 // TestAsmRows holds the functions that compare the job's flags with flagRows (the one-row path's
 // loop over every row in cache) and with flagRows|flagNT|flagPF (its streamed loop) to the
 // float32 forward functions of avx2 and avx512 (RMSNorm's), the ones with that path. The loops

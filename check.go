@@ -266,6 +266,7 @@ func applyRows[D, T elem](n *Norm, r *rowsOf[D, T], f format, k kernelID) bool {
 		if n.Center {
 			flags |= flagCenter
 		}
+		flags |= groupsFlag(k, d)
 	}
 	v := vs[f][mode][b2i(res != nil)]
 	// Everything is read before the job is declared: a load between its zeroing and the stores
@@ -285,6 +286,16 @@ func applyRows[D, T elem](n *Norm, r *rowsOf[D, T], f format, k kernelID) bool {
 		j.finish(row, j.rows)
 	}
 	return true
+}
+
+// groupsFlag returns flagGroups for a LayerNorm job of rows of d with kernel k when k's Layer
+// functions are the AVX-512 ones and d is from avx512LayerGroups (not 0) to groupMax, else 0 (the
+// AVX2 ones take groups without it).
+func groupsFlag(k kernelID, d int) uint32 {
+	if from := avx512LayerGroups; from > 0 && d >= from && d <= groupMax && (k == kernelAVX512 || k == kernelAVX512BF16) {
+		return flagGroups
+	}
+	return 0
 }
 
 // stridedSpan returns the elements that rows of length d, stride apart, span ((rows-1)*stride + d,
@@ -343,6 +354,7 @@ func packedRows[D, T elem](r *rowsOf[D, T], f format, w []float32, eps float32, 
 	vs := &forwardVariant
 	if layer {
 		vs = &layerVariant
+		flags |= groupsFlag(k, d)
 	}
 	v := vs[f][mode][b2i(res != nil)]
 	dst, x := ptr(r.Dst), ptr(r.X) // read before the job is declared: see applyRows

@@ -18,7 +18,9 @@ import (
 //	flags&64     Stride = d + 3 and DstStride = d + 1
 //	flags&128    Workers = 3, every call split
 //
-// The format is fmt8%5 (float32, bfloat16, float16, float32 into bfloat16, into float16).
+// The format is fmt8%5 (float32, bfloat16, float16, float32 into bfloat16, into float16); with
+// fmt8 >= 128 the AVX-512 Layer functions take groups of rows of every length (avx512LayerGroups
+// 1), else as the CPU's rule says.
 func FuzzLayerNorm(f *testing.F) {
 	f.Add(uint16(4), uint8(2), uint8(0), uint8(0x13), math.Float32bits(1e-5), []byte{0, 1, 2, 3, 4, 5, 6, 7, 8})
 	f.Add(uint16(768), uint8(3), uint8(1), uint8(0x54), math.Float32bits(1e-12), []byte{0, 9, 9, 9, 64, 1, 2, 3, 200})
@@ -44,6 +46,10 @@ func FuzzLayerNorm(f *testing.F) {
 		if flags&128 != 0 {
 			splitAll(t)
 			c.workers = 3
+		}
+		if fmt8 >= 128 {
+			defer func(from int) { avx512LayerGroups = from }(avx512LayerGroups)
+			avx512LayerGroups = 1
 		}
 		want := runLayer(t, kernelGeneric, c, d, rows, x, res, w, b, eps, 0)
 		if c.f == formatF32 && c.gap == 0 {

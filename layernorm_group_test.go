@@ -7,13 +7,23 @@ import (
 )
 
 // TestLayerNormGroups runs short rows (at most groupMax) in batches that the AVX2 Layer functions
-// take four at a time (layerGroups), on every kernel against generic: every format, layer form and
-// weight form, RoundNormalized, Inv and Mean, counts of rows that leave a tail of one to three, and
-// groups with a row that takes the float64 path by its sum (an infinity, a NaN, finite elements
-// whose sum overflows) or by its variance (a constant row with eps = 0), first in its group or
-// inside it, so that the group is redone a row at a time and the rows before that row are written
-// once; half of them with the memory flags of rows from memory (prefetches, non-temporal stores).
+// take four at a time (layerGroups), and the AVX-512 ones with flagGroups (avx512LayerGroups,
+// forced on for every length here, and off), on every kernel against generic: every format,
+// layer form and weight form, RoundNormalized, Inv and Mean, counts of rows that leave a tail of
+// one to three, and groups with a row that takes the float64 path by its sum (an infinity, a NaN,
+// finite elements whose sum overflows) or by its variance (a constant row with eps = 0), first in
+// its group or inside it, so that the group is redone a row at a time and the rows before that
+// row are written once; half of them with the memory flags of rows from memory (prefetches,
+// non-temporal stores).
 func TestLayerNormGroups(t *testing.T) {
+	defer func(from int) { avx512LayerGroups = from }(avx512LayerGroups)
+	for _, from := range []int{1, 0} {
+		avx512LayerGroups = from
+		testLayerNormGroups(t, from)
+	}
+}
+
+func testLayerNormGroups(t *testing.T, from int) {
 	type special struct {
 		name string
 		set  func(row []float32) float32 // sets the row, returns the call's eps
@@ -62,7 +72,7 @@ func TestLayerNormGroups(t *testing.T) {
 								eps = sp.set(x[at*d : (at+1)*d])
 							}
 							off := (d + rows) % 16
-							ctx := fmt.Sprintf("%s %s d=%d rows=%d special=%q at row %d", k, lc, d, rows, sp.name, at)
+							ctx := fmt.Sprintf("%s %s d=%d rows=%d special=%q at row %d, AVX-512 groups from %d", k, lc, d, rows, sp.name, at, from)
 							// The kernel first: a call without Center must not read the means a call
 							// with Center left on the stack (the generic kernel would zero them).
 							// Half the calls with the memory flags of rows from memory: the
@@ -75,6 +85,26 @@ func TestLayerNormGroups(t *testing.T) {
 							sameOut(t, ctx+fmt.Sprintf(" streaming=%v", (n/2)%2 == 1), got, want)
 						}
 					}
+				}
+			}
+		}
+	}
+}
+
+// TestGroupsFlag holds groupsFlag, which sends a LayerNorm call's rows to the AVX-512 groups, to
+// its rule: the avx512 kernels only, rows from avx512LayerGroups (not 0) to groupMax.
+func TestGroupsFlag(t *testing.T) {
+	defer func(from int) { avx512LayerGroups = from }(avx512LayerGroups)
+	for _, from := range []int{0, 1, 128} {
+		avx512LayerGroups = from
+		for _, k := range []kernelID{kernelGeneric, kernelAVX2, kernelNEON, kernelAVX512, kernelAVX512BF16} {
+			for _, d := range []int{1, 64, 127, 128, 300, groupMax, groupMax + 1, 4096} {
+				want := uint32(0)
+				if from != 0 && d >= from && d <= groupMax && (k == kernelAVX512 || k == kernelAVX512BF16) {
+					want = flagGroups
+				}
+				if got := groupsFlag(k, d); got != want {
+					t.Errorf("avx512LayerGroups %d: groupsFlag(%s, %d) = %#x, want %#x", from, k, d, got, want)
 				}
 			}
 		}

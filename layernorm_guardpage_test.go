@@ -149,11 +149,14 @@ func TestLayerNormGuardPages(t *testing.T) {
 }
 
 // TestLayerNormGroupsGuardPages runs the calls that the AVX2 Layer functions take four rows at a
-// time (short rows, no residual: layerGroups) under guard pages: counts of rows that are whole
-// groups and ones that leave a tail, rows back to back or a stride apart, with the memory flags on
-// and off, every format, layer form and weight form, and one row on the float64 path.
+// time (short rows, no residual: layerGroups), and the AVX-512 ones with flagGroups (forced on
+// for every length), under guard pages: counts of rows that are whole groups and ones that leave
+// a tail, rows back to back or a stride apart, with the memory flags on and off, every format,
+// layer form and weight form, and one row on the float64 path.
 func TestLayerNormGroupsGuardPages(t *testing.T) {
 	const maxRows, maxD, maxGap = 9, groupMax, 3
+	defer func(from int) { avx512LayerGroups = from }(avx512LayerGroups)
+	avx512LayerGroups = 1
 	regions := layerGuardRegions(t, (maxRows-1)*(maxD+maxGap)+maxD)
 	runs := 0
 	for _, k := range testKernels() {

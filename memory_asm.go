@@ -38,6 +38,12 @@ var rowRules = [2]streamrule.RowRule{
 	streamrule.Rows(streamrule.Host(), true),
 }
 
+// avx512LayerGroups is the shortest row that the AVX-512 Layer functions take four at a time, up to
+// groupMax (flagGroups, set by groupsFlag), as streamrule.LayerGroups decides from cpuid: 128 on
+// Zen 5, 0 (never) elsewhere. The AVX2 ones always do. A variable so that tests can run the
+// kernels both ways.
+var avx512LayerGroups = streamrule.LayerGroups(streamrule.Host())
+
 // aheadRows is whether the backward kernels prefetch rows from memory 1 KiB ahead of their
 // sum passes' loads, and the next row in the dx pass when dx goes out with non-temporal stores
 // (flagAhead; see setBackwardMemoryFlags), as streamrule decides from cpuid: on Zen 3, Sapphire

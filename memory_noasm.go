@@ -19,6 +19,9 @@ var pipeAbove = 0
 // does not have.
 var rowRules [2]streamrule.RowRule
 
+// avx512LayerGroups is 0: flagGroups is for the assembly kernels, which this build does not have.
+var avx512LayerGroups = 0
+
 // aheadRows is false: flagAhead is for the assembly kernels, which this build does not have.
 var aheadRows = false
 

@@ -6006,7 +6006,7 @@ vzero:
 
 // func avx512ForwardLayer(j uintptr, from int, to int) int
 // Requires: AVX, AVX512F, MMX+
-TEXT ·avx512ForwardLayer(SB), NOSPLIT, $384-32
+TEXT ·avx512ForwardLayer(SB), NOSPLIT, $448-32
 	// avx512ForwardLayer normalizes rows [from, to) of the job: LayerNorm: y = ((x-m)*inv)*w + b, ((x-m)*inv)*(1+w) + b with flagOffset, or (x-m)*inv + b with w nil, m the row's mean with flagCenter (else +0; stored to mean[r] when mean is not nil), b the bias (nothing added when it is nil), for each row; with res, h = x + res and res = h per element first, and h in place of x.
 	// It stops before the first row that needs the float64 path and returns that row's index, or to.
 	MOVQ  j+0(FP), AX
@@ -6023,13 +6023,13 @@ rowsset:
 	SHLQ $0x02, DI
 	MOVQ job_dstStride+0(AX), R8
 	SHLQ $0x02, R8
-	MOVQ R8, 328(SP)
+	MOVQ R8, 392(SP)
 
 	// fd = float32(d); rd = 1/d when d is a power of two (a/d is then a*rd exactly), else 0.
 	MOVQ       job_d+0(AX), R8
 	VMOVSS     one<>+0(SB), X0
 	VCVTSI2SSQ R8, X0, X0
-	VMOVSS     X0, 376(SP)
+	VMOVSS     X0, 440(SP)
 	XORL       R10, R10
 	LEAQ       -1(R8), R9
 	TESTQ      R8, R9
@@ -6040,7 +6040,7 @@ rowsset:
 	SHLL       $0x17, R10
 
 notpow2:
-	MOVL         R10, 380(SP)
+	MOVL         R10, 444(SP)
 	VBROADCASTSS one<>+0(SB), Z0
 	TESTL        $0x00000010, job_flags+0(AX)
 	JNZ          weightadd1
@@ -6049,118 +6049,178 @@ notpow2:
 weightadd1:
 	// Start at row from.
 	MOVQ  from+8(FP), R8
-	MOVQ  R8, 320(SP)
-	MOVQ  $0x00000000, 336(SP)
+	MOVQ  R8, 384(SP)
+	MOVQ  $0x00000000, 400(SP)
 	MOVQ  R8, R9
-	IMULQ 328(SP), R9
+	IMULQ 392(SP), R9
 	ADDQ  R9, CX
 	IMULQ DI, R8
 	ADDQ  R8, DX
 	ADDQ  R8, BX
 
 row:
-	MOVQ  320(SP), R8
+	MOVQ  384(SP), R8
 	CMPQ  R8, to+16(FP)
 	JAE   ret
-	MOVQ  $0x00000001, 344(SP)
+	MOVQ  $0x00000001, 408(SP)
 	CMPQ  job_res+0(AX), $0x00
 	JNE   addsum
+	TESTL $0x00000200, job_flags+0(AX)
+	JZ    sum
+	CMPQ  400(SP), $0x00
+	JE    trygroup
+	DECQ  400(SP)
+	JMP   sum
+
+trygroup:
+	CMPQ job_d+0(AX), $0x00000200
+	JA   sum
+	MOVQ to+16(FP), R8
+	SUBQ 384(SP), R8
+	CMPQ R8, $0x04
+	JB   sum
+	MOVQ $0x00000004, 408(SP)
+
+sum:
 	TESTL $0x00000020, job_flags+0(AX)
 	JZ    nocenter
 	MOVQ  DX, R8
+	XORQ  R9, R9
 
+meanrow:
 	// Sum of the elements: element i goes to partial i%64.
-	MOVQ    job_d+0(AX), R10
-	SUBQ    $0x00000040, R10
+	MOVQ    job_d+0(AX), R11
+	SUBQ    $0x00000040, R11
 	JGE     firstblock
-	VMOVUPS zero64<>+0(SB), Z1
 	VMOVUPS zero64<>+0(SB), Z2
 	VMOVUPS zero64<>+0(SB), Z3
 	VMOVUPS zero64<>+0(SB), Z4
-	XORQ    R9, R9
+	VMOVUPS zero64<>+0(SB), Z5
+	XORQ    R10, R10
 	JMP     sumtail
 
 firstblock:
 	// +0 + square is the square itself: the first block initializes the partials.
-	XORQ    R9, R9
-	VMOVUPS (R8)(R9*4), Z1
-	VADDPS  zero64<>+0(SB), Z1, Z1
-	VMOVUPS 64(R8)(R9*4), Z2
+	XORQ    R10, R10
+	VMOVUPS (R8)(R10*4), Z2
 	VADDPS  zero64<>+0(SB), Z2, Z2
-	VMOVUPS 128(R8)(R9*4), Z3
+	VMOVUPS 64(R8)(R10*4), Z3
 	VADDPS  zero64<>+0(SB), Z3, Z3
-	VMOVUPS 192(R8)(R9*4), Z4
+	VMOVUPS 128(R8)(R10*4), Z4
 	VADDPS  zero64<>+0(SB), Z4, Z4
-	MOVQ    $0x00000040, R9
+	VMOVUPS 192(R8)(R10*4), Z5
+	VADDPS  zero64<>+0(SB), Z5, Z5
+	MOVQ    $0x00000040, R10
 
 	PCALIGN $32
 sumloop:
-	CMPQ    R9, R10
+	CMPQ    R10, R11
 	JG      sumtail
-	VMOVUPS (R8)(R9*4), Z5
-	VADDPS  Z5, Z1, Z1
-	VMOVUPS 64(R8)(R9*4), Z5
-	VADDPS  Z5, Z2, Z2
-	VMOVUPS 128(R8)(R9*4), Z5
-	VADDPS  Z5, Z3, Z3
-	VMOVUPS 192(R8)(R9*4), Z5
-	VADDPS  Z5, Z4, Z4
-	ADDQ    $0x00000040, R9
+	VMOVUPS (R8)(R10*4), Z6
+	VADDPS  Z6, Z2, Z2
+	VMOVUPS 64(R8)(R10*4), Z6
+	VADDPS  Z6, Z3, Z3
+	VMOVUPS 128(R8)(R10*4), Z6
+	VADDPS  Z6, Z4, Z4
+	VMOVUPS 192(R8)(R10*4), Z6
+	VADDPS  Z6, Z5, Z5
+	ADDQ    $0x00000040, R10
 	JMP     sumloop
 
 sumtail:
 	// Fewer than 64 elements remain (AVX2, 16-bit: or i is past d, the copied end summed).
-	MOVQ job_d+0(AX), R10
-	SUBQ R9, R10
+	MOVQ job_d+0(AX), R11
+	SUBQ R10, R11
 	JZ   summed
-	LEAQ kmask<>+0(SB), R11
-	MOVQ R10, R12
-	CMPQ R12, $0x00000010
+	LEAQ kmask<>+0(SB), R12
+	MOVQ R11, R13
+	CMPQ R13, $0x00000010
 	JLE  tailmask0
-	MOVQ $0x00000010, R12
+	MOVQ $0x00000010, R13
 
 tailmask0:
-	KMOVW     (R11)(R12*2), K1
-	VMOVUPS.Z (R8)(R9*4), K1, Z5
-	VADDPS    Z5, Z1, Z1
-	MOVQ      R10, R12
-	SUBQ      $0x00000010, R12
+	KMOVW     (R12)(R13*2), K1
+	VMOVUPS.Z (R8)(R10*4), K1, Z6
+	VADDPS    Z6, Z2, Z2
+	MOVQ      R11, R13
+	SUBQ      $0x00000010, R13
 	JLE       summed
-	CMPQ      R12, $0x00000010
+	CMPQ      R13, $0x00000010
 	JLE       tailmask1
-	MOVQ      $0x00000010, R12
+	MOVQ      $0x00000010, R13
 
 tailmask1:
-	KMOVW     (R11)(R12*2), K1
-	VMOVUPS.Z 64(R8)(R9*4), K1, Z5
-	VADDPS    Z5, Z2, Z2
-	MOVQ      R10, R12
-	SUBQ      $0x00000020, R12
+	KMOVW     (R12)(R13*2), K1
+	VMOVUPS.Z 64(R8)(R10*4), K1, Z6
+	VADDPS    Z6, Z3, Z3
+	MOVQ      R11, R13
+	SUBQ      $0x00000020, R13
 	JLE       summed
-	CMPQ      R12, $0x00000010
+	CMPQ      R13, $0x00000010
 	JLE       tailmask2
-	MOVQ      $0x00000010, R12
+	MOVQ      $0x00000010, R13
 
 tailmask2:
-	KMOVW     (R11)(R12*2), K1
-	VMOVUPS.Z 128(R8)(R9*4), K1, Z5
-	VADDPS    Z5, Z3, Z3
-	SUBQ      $0x00000030, R10
+	KMOVW     (R12)(R13*2), K1
+	VMOVUPS.Z 128(R8)(R10*4), K1, Z6
+	VADDPS    Z6, Z4, Z4
+	SUBQ      $0x00000030, R11
 	JLE       summed
-	CMPQ      R10, $0x00000010
+	CMPQ      R11, $0x00000010
 	JLE       tailmask3
-	MOVQ      $0x00000010, R10
+	MOVQ      $0x00000010, R11
 
 tailmask3:
-	KMOVW     (R11)(R10*2), K1
-	VMOVUPS.Z 192(R8)(R9*4), K1, Z5
-	VADDPS    Z5, Z4, Z4
+	KMOVW     (R12)(R11*2), K1
+	VMOVUPS.Z 192(R8)(R10*4), K1, Z6
+	VADDPS    Z6, Z5, Z5
 
 summed:
-	VADDPS Z3, Z1, Z1
-	VADDPS Z4, Z2, Z2
-	VADDPS Z2, Z1, Z1
-	JMP    mean
+	VADDPS  Z4, Z2, Z2
+	VADDPS  Z5, Z3, Z3
+	VADDPS  Z3, Z2, Z2
+	CMPQ    408(SP), $0x01
+	JE      mean
+	VMOVUPS Z2, (SP)(R9*1)
+	ADDQ    DI, R8
+	ADDQ    $0x00000040, R9
+	CMPQ    R9, $0x00000100
+	JB      meanrow
+
+	// The rest of the halving tree for the group's sums, and their means.
+	VMOVUPS       (SP), Z2
+	VMOVUPS       64(SP), Z3
+	VMOVUPS       128(SP), Z4
+	VMOVUPS       192(SP), Z5
+	VSHUFF64X2    $0x44, Z3, Z2, Z6
+	VSHUFF64X2    $0xee, Z3, Z2, Z2
+	VADDPS        Z2, Z6, Z6
+	VSHUFF64X2    $0x44, Z5, Z4, Z2
+	VSHUFF64X2    $0xee, Z5, Z4, Z3
+	VADDPS        Z3, Z2, Z2
+	VSHUFF32X4    $0x88, Z2, Z6, Z3
+	VSHUFF32X4    $0xdd, Z2, Z6, Z2
+	VADDPS        Z2, Z3, Z3
+	VPERMILPS     $0x4e, Z3, Z2
+	VADDPS        Z2, Z3, Z3
+	VPERMILPS     $0xb1, Z3, Z2
+	VADDPS        Z2, Z3, Z3
+	MOVL          $0x00001111, R8
+	KMOVW         R8, K1
+	VCOMPRESSPS.Z Z3, K1, Z2
+	CMPL          444(SP), $0x00
+	JE            divide2
+	VBROADCASTSS  444(SP), Z3
+	VMULPS        Z3, Z2, Z2
+	JMP           divided3
+
+divide2:
+	VBROADCASTSS 440(SP), Z3
+	VDIVPS       Z3, Z2, Z2
+
+divided3:
+	VMOVUPS Z2, 320(SP)
+	JMP     centered
 
 addsum:
 	MOVQ BX, R8
@@ -6170,10 +6230,10 @@ addsum:
 	MOVQ    job_d+0(AX), R11
 	SUBQ    $0x00000040, R11
 	JGE     addfirstblock
-	VMOVUPS zero64<>+0(SB), Z1
 	VMOVUPS zero64<>+0(SB), Z2
 	VMOVUPS zero64<>+0(SB), Z3
 	VMOVUPS zero64<>+0(SB), Z4
+	VMOVUPS zero64<>+0(SB), Z5
 	XORQ    R10, R10
 	JMP     addsumtail
 
@@ -6183,41 +6243,41 @@ addfirstblock:
 	VMOVUPS (R8)(R10*4), Z1
 	VADDPS  (R9)(R10*4), Z1, Z1
 	VMOVUPS Z1, (R9)(R10*4)
-	VADDPS  zero64<>+0(SB), Z1, Z1
-	VMOVUPS 64(R8)(R10*4), Z2
-	VADDPS  64(R9)(R10*4), Z2, Z2
-	VMOVUPS Z2, 64(R9)(R10*4)
-	VADDPS  zero64<>+0(SB), Z2, Z2
-	VMOVUPS 128(R8)(R10*4), Z3
-	VADDPS  128(R9)(R10*4), Z3, Z3
-	VMOVUPS Z3, 128(R9)(R10*4)
-	VADDPS  zero64<>+0(SB), Z3, Z3
-	VMOVUPS 192(R8)(R10*4), Z4
-	VADDPS  192(R9)(R10*4), Z4, Z4
-	VMOVUPS Z4, 192(R9)(R10*4)
-	VADDPS  zero64<>+0(SB), Z4, Z4
+	VADDPS  zero64<>+0(SB), Z1, Z2
+	VMOVUPS 64(R8)(R10*4), Z1
+	VADDPS  64(R9)(R10*4), Z1, Z1
+	VMOVUPS Z1, 64(R9)(R10*4)
+	VADDPS  zero64<>+0(SB), Z1, Z3
+	VMOVUPS 128(R8)(R10*4), Z1
+	VADDPS  128(R9)(R10*4), Z1, Z1
+	VMOVUPS Z1, 128(R9)(R10*4)
+	VADDPS  zero64<>+0(SB), Z1, Z4
+	VMOVUPS 192(R8)(R10*4), Z1
+	VADDPS  192(R9)(R10*4), Z1, Z1
+	VMOVUPS Z1, 192(R9)(R10*4)
+	VADDPS  zero64<>+0(SB), Z1, Z5
 	MOVQ    $0x00000040, R10
 
 	PCALIGN $32
 addsumloop:
 	CMPQ    R10, R11
 	JG      addsumtail
-	VMOVUPS (R8)(R10*4), Z5
-	VADDPS  (R9)(R10*4), Z5, Z5
-	VMOVUPS Z5, (R9)(R10*4)
-	VADDPS  Z5, Z1, Z1
-	VMOVUPS 64(R8)(R10*4), Z5
-	VADDPS  64(R9)(R10*4), Z5, Z5
-	VMOVUPS Z5, 64(R9)(R10*4)
-	VADDPS  Z5, Z2, Z2
-	VMOVUPS 128(R8)(R10*4), Z5
-	VADDPS  128(R9)(R10*4), Z5, Z5
-	VMOVUPS Z5, 128(R9)(R10*4)
-	VADDPS  Z5, Z3, Z3
-	VMOVUPS 192(R8)(R10*4), Z5
-	VADDPS  192(R9)(R10*4), Z5, Z5
-	VMOVUPS Z5, 192(R9)(R10*4)
-	VADDPS  Z5, Z4, Z4
+	VMOVUPS (R8)(R10*4), Z1
+	VADDPS  (R9)(R10*4), Z1, Z1
+	VMOVUPS Z1, (R9)(R10*4)
+	VADDPS  Z1, Z2, Z2
+	VMOVUPS 64(R8)(R10*4), Z1
+	VADDPS  64(R9)(R10*4), Z1, Z1
+	VMOVUPS Z1, 64(R9)(R10*4)
+	VADDPS  Z1, Z3, Z3
+	VMOVUPS 128(R8)(R10*4), Z1
+	VADDPS  128(R9)(R10*4), Z1, Z1
+	VMOVUPS Z1, 128(R9)(R10*4)
+	VADDPS  Z1, Z4, Z4
+	VMOVUPS 192(R8)(R10*4), Z1
+	VADDPS  192(R9)(R10*4), Z1, Z1
+	VMOVUPS Z1, 192(R9)(R10*4)
+	VADDPS  Z1, Z5, Z5
 	ADDQ    $0x00000040, R10
 	JMP     addsumloop
 
@@ -6234,11 +6294,11 @@ addsumtail:
 
 addtailmask0:
 	KMOVW     (R12)(R13*2), K1
-	VMOVUPS.Z (R8)(R10*4), K1, Z5
+	VMOVUPS.Z (R8)(R10*4), K1, Z1
 	VMOVUPS.Z (R9)(R10*4), K1, Z6
-	VADDPS    Z6, Z5, Z5
-	VMOVUPS   Z5, K1, (R9)(R10*4)
-	VADDPS    Z5, Z1, Z1
+	VADDPS    Z6, Z1, Z1
+	VMOVUPS   Z1, K1, (R9)(R10*4)
+	VADDPS    Z1, Z2, Z2
 	MOVQ      R11, R13
 	SUBQ      $0x00000010, R13
 	JLE       addsummed
@@ -6248,11 +6308,11 @@ addtailmask0:
 
 addtailmask1:
 	KMOVW     (R12)(R13*2), K1
-	VMOVUPS.Z 64(R8)(R10*4), K1, Z5
+	VMOVUPS.Z 64(R8)(R10*4), K1, Z1
 	VMOVUPS.Z 64(R9)(R10*4), K1, Z6
-	VADDPS    Z6, Z5, Z5
-	VMOVUPS   Z5, K1, 64(R9)(R10*4)
-	VADDPS    Z5, Z2, Z2
+	VADDPS    Z6, Z1, Z1
+	VMOVUPS   Z1, K1, 64(R9)(R10*4)
+	VADDPS    Z1, Z3, Z3
 	MOVQ      R11, R13
 	SUBQ      $0x00000020, R13
 	JLE       addsummed
@@ -6262,11 +6322,11 @@ addtailmask1:
 
 addtailmask2:
 	KMOVW     (R12)(R13*2), K1
-	VMOVUPS.Z 128(R8)(R10*4), K1, Z5
+	VMOVUPS.Z 128(R8)(R10*4), K1, Z1
 	VMOVUPS.Z 128(R9)(R10*4), K1, Z6
-	VADDPS    Z6, Z5, Z5
-	VMOVUPS   Z5, K1, 128(R9)(R10*4)
-	VADDPS    Z5, Z3, Z3
+	VADDPS    Z6, Z1, Z1
+	VMOVUPS   Z1, K1, 128(R9)(R10*4)
+	VADDPS    Z1, Z4, Z4
 	SUBQ      $0x00000030, R11
 	JLE       addsummed
 	CMPQ      R11, $0x00000010
@@ -6275,227 +6335,246 @@ addtailmask2:
 
 addtailmask3:
 	KMOVW     (R12)(R11*2), K1
-	VMOVUPS.Z 192(R8)(R10*4), K1, Z5
+	VMOVUPS.Z 192(R8)(R10*4), K1, Z1
 	VMOVUPS.Z 192(R9)(R10*4), K1, Z6
-	VADDPS    Z6, Z5, Z5
-	VMOVUPS   Z5, K1, 192(R9)(R10*4)
-	VADDPS    Z5, Z4, Z4
+	VADDPS    Z6, Z1, Z1
+	VMOVUPS   Z1, K1, 192(R9)(R10*4)
+	VADDPS    Z1, Z5, Z5
 
 addsummed:
-	VADDPS Z3, Z1, Z1
 	VADDPS Z4, Z2, Z2
-	VADDPS Z2, Z1, Z1
+	VADDPS Z5, Z3, Z3
+	VADDPS Z3, Z2, Z2
 
 mean:
-	VSHUFF64X2 $0xee, Z1, Z1, Z2
-	VADDPS     Z2, Z1, Z1
-	VSHUFF32X4 $0x01, Z1, Z1, Z2
-	VADDPS     Z2, Z1, Z1
-	VPERMILPS  $0x4e, Z1, Z2
-	VADDPS     Z2, Z1, Z1
-	VPERMILPS  $0xb1, Z1, Z2
-	VADDPS     Z2, Z1, Z1
+	VSHUFF64X2 $0xee, Z2, Z2, Z1
+	VADDPS     Z1, Z2, Z2
+	VSHUFF32X4 $0x01, Z2, Z2, Z1
+	VADDPS     Z1, Z2, Z2
+	VPERMILPS  $0x4e, Z2, Z1
+	VADDPS     Z1, Z2, Z2
+	VPERMILPS  $0xb1, Z2, Z1
+	VADDPS     Z1, Z2, Z2
 	TESTL      $0x00000020, job_flags+0(AX)
 	JZ         nocenter
 
 	// A row whose sum is not finite (s-s is NaN) takes the float64 path; else m = s/d.
-	VSUBSS   X1, X1, X2
-	VUCOMISS X2, X2
+	VSUBSS   X2, X2, X1
+	VUCOMISS X1, X1
 	JPS      ret
-	CMPL     380(SP), $0x00
-	JE       divide2
-	VMULSS   380(SP), X1, X2
-	JMP      divided3
+	CMPL     444(SP), $0x00
+	JE       divide4
+	VMULSS   444(SP), X2, X1
+	JMP      divided5
 
-divide2:
-	VDIVSS 376(SP), X1, X2
+divide4:
+	VDIVSS 440(SP), X2, X1
 
-divided3:
-	VBROADCASTSS X2, Z5
+divided5:
+	VBROADCASTSS X1, Z1
 	JMP          centered
 
 nocenter:
-	VMOVUPS zero64<>+0(SB), Z5
+	VMOVUPS zero64<>+0(SB), Z1
+	VMOVUPS Z1, 320(SP)
 
 centered:
 	MOVQ DX, R8
+	XORQ R9, R9
+	CMPQ 408(SP), $0x01
+	JE   sqrow
 
+sqnext:
+	MOVQ         R9, R10
+	SHRQ         $0x06, R10
+	VBROADCASTSS 320(SP)(R10*4), Z1
+
+sqrow:
 	// Sum of the squares of x - m: element i goes to partial i%64.
-	MOVQ    job_d+0(AX), R10
-	SUBQ    $0x00000040, R10
+	MOVQ    job_d+0(AX), R11
+	SUBQ    $0x00000040, R11
 	JGE     sqfirstblock
-	VMOVUPS zero64<>+0(SB), Z1
 	VMOVUPS zero64<>+0(SB), Z2
 	VMOVUPS zero64<>+0(SB), Z3
 	VMOVUPS zero64<>+0(SB), Z4
-	XORQ    R9, R9
+	VMOVUPS zero64<>+0(SB), Z5
+	XORQ    R10, R10
 	JMP     sqsumtail
 
 sqfirstblock:
 	// +0 + square is the square itself: the first block initializes the partials.
-	XORQ    R9, R9
-	VMOVUPS (R8)(R9*4), Z1
-	VSUBPS  Z5, Z1, Z1
-	VMULPS  Z1, Z1, Z1
-	VMOVUPS 64(R8)(R9*4), Z2
-	VSUBPS  Z5, Z2, Z2
+	XORQ    R10, R10
+	VMOVUPS (R8)(R10*4), Z2
+	VSUBPS  Z1, Z2, Z2
 	VMULPS  Z2, Z2, Z2
-	VMOVUPS 128(R8)(R9*4), Z3
-	VSUBPS  Z5, Z3, Z3
+	VMOVUPS 64(R8)(R10*4), Z3
+	VSUBPS  Z1, Z3, Z3
 	VMULPS  Z3, Z3, Z3
-	VMOVUPS 192(R8)(R9*4), Z4
-	VSUBPS  Z5, Z4, Z4
+	VMOVUPS 128(R8)(R10*4), Z4
+	VSUBPS  Z1, Z4, Z4
 	VMULPS  Z4, Z4, Z4
-	MOVQ    $0x00000040, R9
+	VMOVUPS 192(R8)(R10*4), Z5
+	VSUBPS  Z1, Z5, Z5
+	VMULPS  Z5, Z5, Z5
+	MOVQ    $0x00000040, R10
 
 	// With flagPF, the rows ahead are prefetched: one loop for both, the flag tested per block.
-	MOVQ DI, R11
+	MOVQ DI, R12
 	CMPQ job_d+0(AX), $0x00000200
-	JA   longrows4
-	SHLQ $0x03, R11
+	JA   longrows6
+	SHLQ $0x03, R12
 
-longrows4:
-	ADDQ R8, R11
-	MOVL job_flags+0(AX), R12
+longrows6:
+	ADDQ R8, R12
+	MOVL job_flags+0(AX), R13
 
 	PCALIGN $32
 sqsumloop:
-	CMPQ  R9, R10
+	CMPQ  R10, R11
 	JG    sqsumtail
-	TESTL $0x00000002, R12
+	TESTL $0x00000002, R13
 	JNZ   sqsumpf
 
 sqsumblock:
-	VMOVUPS (R8)(R9*4), Z6
-	VSUBPS  Z5, Z6, Z6
-	VMULPS  Z6, Z6, Z6
-	VADDPS  Z6, Z1, Z1
-	VMOVUPS 64(R8)(R9*4), Z6
-	VSUBPS  Z5, Z6, Z6
+	VMOVUPS (R8)(R10*4), Z6
+	VSUBPS  Z1, Z6, Z6
 	VMULPS  Z6, Z6, Z6
 	VADDPS  Z6, Z2, Z2
-	VMOVUPS 128(R8)(R9*4), Z6
-	VSUBPS  Z5, Z6, Z6
+	VMOVUPS 64(R8)(R10*4), Z6
+	VSUBPS  Z1, Z6, Z6
 	VMULPS  Z6, Z6, Z6
 	VADDPS  Z6, Z3, Z3
-	VMOVUPS 192(R8)(R9*4), Z6
-	VSUBPS  Z5, Z6, Z6
+	VMOVUPS 128(R8)(R10*4), Z6
+	VSUBPS  Z1, Z6, Z6
 	VMULPS  Z6, Z6, Z6
 	VADDPS  Z6, Z4, Z4
-	ADDQ    $0x00000040, R9
+	VMOVUPS 192(R8)(R10*4), Z6
+	VSUBPS  Z1, Z6, Z6
+	VMULPS  Z6, Z6, Z6
+	VADDPS  Z6, Z5, Z5
+	ADDQ    $0x00000040, R10
 	JMP     sqsumloop
 
 	// Out of the loop's way: the prefetches, whose flag is usually clear.
 sqsumpf:
-	TESTL $0x00000040, R12
-	JZ    pipepf5
-	TESTL $0x00000020, R12
-	JZ    pipepf5
-	CMPQ  R9, $0x00000400
+	TESTL $0x00000040, R13
+	JZ    pipepf7
+	TESTL $0x00000020, R13
+	JZ    pipepf7
+	CMPQ  R10, $0x00000400
 	JAE   sqsumblock
 
-pipepf5:
-	PREFETCHT0 (R11)(R9*4)
-	PREFETCHT0 64(R11)(R9*4)
-	PREFETCHT0 128(R11)(R9*4)
-	PREFETCHT0 192(R11)(R9*4)
+pipepf7:
+	PREFETCHT0 (R12)(R10*4)
+	PREFETCHT0 64(R12)(R10*4)
+	PREFETCHT0 128(R12)(R10*4)
+	PREFETCHT0 192(R12)(R10*4)
 	JMP        sqsumblock
 
 sqsumtail:
 	// Fewer than 64 elements remain (AVX2, 16-bit: or i is past d, the copied end summed).
-	MOVQ job_d+0(AX), R10
-	SUBQ R9, R10
+	MOVQ job_d+0(AX), R11
+	SUBQ R10, R11
 	JZ   sqsummed
-	LEAQ kmask<>+0(SB), R11
-	MOVQ R10, R12
-	CMPQ R12, $0x00000010
+	LEAQ kmask<>+0(SB), R12
+	MOVQ R11, R13
+	CMPQ R13, $0x00000010
 	JLE  sqtailmask0
-	MOVQ $0x00000010, R12
+	MOVQ $0x00000010, R13
 
 sqtailmask0:
-	KMOVW     (R11)(R12*2), K1
-	VMOVUPS.Z (R8)(R9*4), K1, Z6
-	VSUBPS.Z  Z5, Z6, K1, Z6
-	VMULPS    Z6, Z6, Z6
-	VADDPS    Z6, Z1, Z1
-	MOVQ      R10, R12
-	SUBQ      $0x00000010, R12
-	JLE       sqsummed
-	CMPQ      R12, $0x00000010
-	JLE       sqtailmask1
-	MOVQ      $0x00000010, R12
-
-sqtailmask1:
-	KMOVW     (R11)(R12*2), K1
-	VMOVUPS.Z 64(R8)(R9*4), K1, Z6
-	VSUBPS.Z  Z5, Z6, K1, Z6
+	KMOVW     (R12)(R13*2), K1
+	VMOVUPS.Z (R8)(R10*4), K1, Z6
+	VSUBPS.Z  Z1, Z6, K1, Z6
 	VMULPS    Z6, Z6, Z6
 	VADDPS    Z6, Z2, Z2
-	MOVQ      R10, R12
-	SUBQ      $0x00000020, R12
+	MOVQ      R11, R13
+	SUBQ      $0x00000010, R13
 	JLE       sqsummed
-	CMPQ      R12, $0x00000010
-	JLE       sqtailmask2
-	MOVQ      $0x00000010, R12
+	CMPQ      R13, $0x00000010
+	JLE       sqtailmask1
+	MOVQ      $0x00000010, R13
 
-sqtailmask2:
-	KMOVW     (R11)(R12*2), K1
-	VMOVUPS.Z 128(R8)(R9*4), K1, Z6
-	VSUBPS.Z  Z5, Z6, K1, Z6
+sqtailmask1:
+	KMOVW     (R12)(R13*2), K1
+	VMOVUPS.Z 64(R8)(R10*4), K1, Z6
+	VSUBPS.Z  Z1, Z6, K1, Z6
 	VMULPS    Z6, Z6, Z6
 	VADDPS    Z6, Z3, Z3
-	SUBQ      $0x00000030, R10
+	MOVQ      R11, R13
+	SUBQ      $0x00000020, R13
 	JLE       sqsummed
-	CMPQ      R10, $0x00000010
-	JLE       sqtailmask3
-	MOVQ      $0x00000010, R10
+	CMPQ      R13, $0x00000010
+	JLE       sqtailmask2
+	MOVQ      $0x00000010, R13
 
-sqtailmask3:
-	KMOVW     (R11)(R10*2), K1
-	VMOVUPS.Z 192(R8)(R9*4), K1, Z6
-	VSUBPS.Z  Z5, Z6, K1, Z6
+sqtailmask2:
+	KMOVW     (R12)(R13*2), K1
+	VMOVUPS.Z 128(R8)(R10*4), K1, Z6
+	VSUBPS.Z  Z1, Z6, K1, Z6
 	VMULPS    Z6, Z6, Z6
 	VADDPS    Z6, Z4, Z4
+	SUBQ      $0x00000030, R11
+	JLE       sqsummed
+	CMPQ      R11, $0x00000010
+	JLE       sqtailmask3
+	MOVQ      $0x00000010, R11
+
+sqtailmask3:
+	KMOVW     (R12)(R11*2), K1
+	VMOVUPS.Z 192(R8)(R10*4), K1, Z6
+	VSUBPS.Z  Z1, Z6, K1, Z6
+	VMULPS    Z6, Z6, Z6
+	VADDPS    Z6, Z5, Z5
 
 sqsummed:
-	VADDPS Z3, Z1, Z1
-	VADDPS Z4, Z2, Z2
-	VADDPS Z2, Z1, Z1
+	VADDPS  Z4, Z2, Z2
+	VADDPS  Z5, Z3, Z3
+	VADDPS  Z3, Z2, Z2
+	CMPQ    408(SP), $0x01
+	JE      invone
+	VMOVUPS Z2, (SP)(R9*1)
+	ADDQ    DI, R8
+	ADDQ    $0x00000040, R9
+	CMPQ    R9, $0x00000100
+	JB      sqnext
+	JMP     invgroup
 
+invone:
 	// Halving tree: p[j] += p[j+h] for the remaining h, down to ss.
-	VSHUFF64X2 $0xee, Z1, Z1, Z2
-	VADDPS     Z2, Z1, Z1
-	VSHUFF32X4 $0x01, Z1, Z1, Z2
-	VADDPS     Z2, Z1, Z1
-	VPERMILPS  $0x4e, Z1, Z2
-	VADDPS     Z2, Z1, Z1
-	VPERMILPS  $0xb1, Z1, Z2
-	VADDPS     Z2, Z1, Z1
+	VSHUFF64X2 $0xee, Z2, Z2, Z3
+	VADDPS     Z3, Z2, Z2
+	VSHUFF32X4 $0x01, Z2, Z2, Z3
+	VADDPS     Z3, Z2, Z2
+	VPERMILPS  $0x4e, Z2, Z3
+	VADDPS     Z3, Z2, Z2
+	VPERMILPS  $0xb1, Z2, Z3
+	VADDPS     Z3, Z2, Z2
 
 	// t = ss/d + eps; rows with t outside [2^-100, MaxFloat32] take the float64 path.
-	CMPL   380(SP), $0x00
-	JE     divide6
-	VMULSS 380(SP), X1, X1
-	JMP    divided7
+	CMPL   444(SP), $0x00
+	JE     divide8
+	VMULSS 444(SP), X2, X2
+	JMP    divided9
 
-divide6:
-	VDIVSS 376(SP), X1, X1
+divide8:
+	VDIVSS 440(SP), X2, X2
 
-divided7:
-	VADDSS   job_eps+0(AX), X1, X1
-	VUCOMISS tlo<>+0(SB), X1
+divided9:
+	VADDSS   job_eps+0(AX), X2, X2
+	VUCOMISS tlo<>+0(SB), X2
 	JCS      ret
-	VUCOMISS tmax<>+0(SB), X1
+	VUCOMISS tmax<>+0(SB), X2
 	JHI      ret
-	VSQRTSS  X1, X1, X1
+	VSQRTSS  X2, X2, X2
 	VMOVSS   one<>+0(SB), X7
-	VDIVSS   X1, X7, X7
+	VDIVSS   X2, X7, X7
 
 	// Report 1/rms if asked.
 	MOVQ   job_inv+0(AX), R8
 	TESTQ  R8, R8
 	JZ     reportmean
-	MOVQ   320(SP), R9
+	MOVQ   384(SP), R9
 	VMOVSS X7, (R8)(R9*4)
 
 reportmean:
@@ -6503,26 +6582,102 @@ reportmean:
 	MOVQ   job_mean+0(AX), R8
 	TESTQ  R8, R8
 	JZ     scale
-	MOVQ   320(SP), R9
-	VMOVSS X5, (R8)(R9*4)
+	MOVQ   384(SP), R9
+	VMOVSS X1, (R8)(R9*4)
+	JMP    scale
+
+invgroup:
+	// The rest of the halving tree, four rows at once.
+	VMOVUPS       (SP), Z2
+	VMOVUPS       64(SP), Z3
+	VMOVUPS       128(SP), Z4
+	VMOVUPS       192(SP), Z5
+	VSHUFF64X2    $0x44, Z3, Z2, Z6
+	VSHUFF64X2    $0xee, Z3, Z2, Z2
+	VADDPS        Z2, Z6, Z6
+	VSHUFF64X2    $0x44, Z5, Z4, Z2
+	VSHUFF64X2    $0xee, Z5, Z4, Z3
+	VADDPS        Z3, Z2, Z2
+	VSHUFF32X4    $0x88, Z2, Z6, Z3
+	VSHUFF32X4    $0xdd, Z2, Z6, Z2
+	VADDPS        Z2, Z3, Z3
+	VPERMILPS     $0x4e, Z3, Z2
+	VADDPS        Z2, Z3, Z3
+	VPERMILPS     $0xb1, Z3, Z2
+	VADDPS        Z2, Z3, Z3
+	MOVL          $0x00001111, R8
+	KMOVW         R8, K1
+	VCOMPRESSPS.Z Z3, K1, Z2
+
+	// t = ss/d + eps for the four rows; any t outside [2^-100, MaxFloat32] sends the group to the one-row path.
+	CMPL         444(SP), $0x00
+	JE           divide10
+	VBROADCASTSS 444(SP), Z3
+	VMULPS       Z3, Z2, Z2
+	JMP          divided11
+
+divide10:
+	VBROADCASTSS 440(SP), Z3
+	VDIVPS       Z3, Z2, Z2
+
+divided11:
+	VBROADCASTSS job_eps+0(AX), Z3
+	VADDPS       Z3, Z2, Z2
+	MOVL         $0x0000000f, R8
+	KMOVW        R8, K1
+	VBROADCASTSS tlo<>+0(SB), Z3
+	VBROADCASTSS tmax<>+0(SB), Z4
+	VCMPPS       $0x1d, Z3, Z2, K1, K1
+	VCMPPS       $0x12, Z4, Z2, K1, K1
+	KMOVW        K1, R8
+	CMPL         R8, $0x0f
+	JE           ginrange
+	MOVQ         $0x00000004, 400(SP)
+	JMP          row
+
+ginrange:
+	VSQRTPS      Z2, Z2
+	VBROADCASTSS one<>+0(SB), Z7
+	VDIVPS       Z2, Z7, Z7
+
+	// Report 1/rms if asked.
+	MOVQ    job_inv+0(AX), R8
+	TESTQ   R8, R8
+	JZ      reportmeans
+	MOVQ    384(SP), R9
+	MOVL    $0x0000000f, R10
+	KMOVW   R10, K1
+	VMOVUPS Z7, K1, (R8)(R9*4)
+
+reportmeans:
+	// Report the mean if asked.
+	MOVQ    job_mean+0(AX), R8
+	TESTQ   R8, R8
+	JZ      scale
+	MOVQ    384(SP), R9
+	VMOVUPS 320(SP), Z2
+	MOVL    $0x0000000f, R10
+	KMOVW   R10, K1
+	VMOVUPS Z2, K1, (R8)(R9*4)
 
 scale:
 	VBROADCASTSS X7, Z6
-	MOVQ         $0x00000000, 352(SP)
-	CMPQ         344(SP), $0x01
+	MOVQ         $0x00000000, 416(SP)
+	CMPQ         408(SP), $0x01
 	JE           scalebody
 	VMOVUPS      Z7, 256(SP)
 
 scalerow:
-	MOVQ         352(SP), R8
+	MOVQ         416(SP), R8
 	VBROADCASTSS 256(SP)(R8*4), Z6
+	VBROADCASTSS 320(SP)(R8*4), Z1
 
 scalebody:
 	TESTL   $0x00000040, job_flags+0(AX)
 	JZ      nopipe
 	TESTL   $0x00000020, job_flags+0(AX)
 	JZ      nopipe
-	MOVQ    320(SP), R8
+	MOVQ    384(SP), R8
 	INCQ    R8
 	CMPQ    R8, to+16(FP)
 	JAE     nopipe
@@ -6531,14 +6686,14 @@ scalebody:
 	JNZ     nopipe
 	TESTQ   $0x0000003f, CX
 	JNZ     nopipe
-	CMPQ    344(SP), $0x01
+	CMPQ    408(SP), $0x01
 	JNE     nopipe
 	MOVQ    DX, R8
 	ADDQ    DI, R8
-	VMOVUPS zero64<>+0(SB), Z1
 	VMOVUPS zero64<>+0(SB), Z2
 	VMOVUPS zero64<>+0(SB), Z3
 	VMOVUPS zero64<>+0(SB), Z4
+	VMOVUPS zero64<>+0(SB), Z5
 	MOVQ    job_bias+0(AX), R9
 	XORQ    R10, R10
 	TESTQ   SI, SI
@@ -6554,33 +6709,33 @@ pipeweightedloop:
 	PREFETCHT0 1152(R8)(R10*4)
 	PREFETCHT0 1216(R8)(R10*4)
 	VMOVUPS    (R8)(R10*4), Z8
-	VADDPS     Z8, Z1, Z1
+	VADDPS     Z8, Z2, Z2
 	VMOVUPS    (DX)(R10*4), Z8
-	VSUBPS     Z5, Z8, Z8
+	VSUBPS     Z1, Z8, Z8
 	VMULPS     Z6, Z8, Z8
 	VMULPS     (SI)(R10*4), Z8, Z8
 	VADDPS     (R9)(R10*4), Z8, Z8
 	VMOVNTPS   Z8, (CX)(R10*4)
 	VMOVUPS    64(R8)(R10*4), Z8
-	VADDPS     Z8, Z2, Z2
+	VADDPS     Z8, Z3, Z3
 	VMOVUPS    64(DX)(R10*4), Z8
-	VSUBPS     Z5, Z8, Z8
+	VSUBPS     Z1, Z8, Z8
 	VMULPS     Z6, Z8, Z8
 	VMULPS     64(SI)(R10*4), Z8, Z8
 	VADDPS     64(R9)(R10*4), Z8, Z8
 	VMOVNTPS   Z8, 64(CX)(R10*4)
 	VMOVUPS    128(R8)(R10*4), Z8
-	VADDPS     Z8, Z3, Z3
+	VADDPS     Z8, Z4, Z4
 	VMOVUPS    128(DX)(R10*4), Z8
-	VSUBPS     Z5, Z8, Z8
+	VSUBPS     Z1, Z8, Z8
 	VMULPS     Z6, Z8, Z8
 	VMULPS     128(SI)(R10*4), Z8, Z8
 	VADDPS     128(R9)(R10*4), Z8, Z8
 	VMOVNTPS   Z8, 128(CX)(R10*4)
 	VMOVUPS    192(R8)(R10*4), Z8
-	VADDPS     Z8, Z4, Z4
+	VADDPS     Z8, Z5, Z5
 	VMOVUPS    192(DX)(R10*4), Z8
-	VSUBPS     Z5, Z8, Z8
+	VSUBPS     Z1, Z8, Z8
 	VMULPS     Z6, Z8, Z8
 	VMULPS     192(SI)(R10*4), Z8, Z8
 	VADDPS     192(R9)(R10*4), Z8, Z8
@@ -6597,30 +6752,30 @@ pipeweightednobiasloop:
 	PREFETCHT0 1152(R8)(R10*4)
 	PREFETCHT0 1216(R8)(R10*4)
 	VMOVUPS    (R8)(R10*4), Z8
-	VADDPS     Z8, Z1, Z1
+	VADDPS     Z8, Z2, Z2
 	VMOVUPS    (DX)(R10*4), Z8
-	VSUBPS     Z5, Z8, Z8
+	VSUBPS     Z1, Z8, Z8
 	VMULPS     Z6, Z8, Z8
 	VMULPS     (SI)(R10*4), Z8, Z8
 	VMOVNTPS   Z8, (CX)(R10*4)
 	VMOVUPS    64(R8)(R10*4), Z8
-	VADDPS     Z8, Z2, Z2
+	VADDPS     Z8, Z3, Z3
 	VMOVUPS    64(DX)(R10*4), Z8
-	VSUBPS     Z5, Z8, Z8
+	VSUBPS     Z1, Z8, Z8
 	VMULPS     Z6, Z8, Z8
 	VMULPS     64(SI)(R10*4), Z8, Z8
 	VMOVNTPS   Z8, 64(CX)(R10*4)
 	VMOVUPS    128(R8)(R10*4), Z8
-	VADDPS     Z8, Z3, Z3
+	VADDPS     Z8, Z4, Z4
 	VMOVUPS    128(DX)(R10*4), Z8
-	VSUBPS     Z5, Z8, Z8
+	VSUBPS     Z1, Z8, Z8
 	VMULPS     Z6, Z8, Z8
 	VMULPS     128(SI)(R10*4), Z8, Z8
 	VMOVNTPS   Z8, 128(CX)(R10*4)
 	VMOVUPS    192(R8)(R10*4), Z8
-	VADDPS     Z8, Z4, Z4
+	VADDPS     Z8, Z5, Z5
 	VMOVUPS    192(DX)(R10*4), Z8
-	VSUBPS     Z5, Z8, Z8
+	VSUBPS     Z1, Z8, Z8
 	VMULPS     Z6, Z8, Z8
 	VMULPS     192(SI)(R10*4), Z8, Z8
 	VMOVNTPS   Z8, 192(CX)(R10*4)
@@ -6639,9 +6794,9 @@ pipeoffsetloop:
 	PREFETCHT0 1152(R8)(R10*4)
 	PREFETCHT0 1216(R8)(R10*4)
 	VMOVUPS    (R8)(R10*4), Z8
-	VADDPS     Z8, Z1, Z1
+	VADDPS     Z8, Z2, Z2
 	VMOVUPS    (DX)(R10*4), Z8
-	VSUBPS     Z5, Z8, Z8
+	VSUBPS     Z1, Z8, Z8
 	VMULPS     Z6, Z8, Z8
 	VMOVUPS    (SI)(R10*4), Z9
 	VADDPS     Z0, Z9, Z9
@@ -6649,9 +6804,9 @@ pipeoffsetloop:
 	VADDPS     (R9)(R10*4), Z8, Z8
 	VMOVNTPS   Z8, (CX)(R10*4)
 	VMOVUPS    64(R8)(R10*4), Z8
-	VADDPS     Z8, Z2, Z2
+	VADDPS     Z8, Z3, Z3
 	VMOVUPS    64(DX)(R10*4), Z8
-	VSUBPS     Z5, Z8, Z8
+	VSUBPS     Z1, Z8, Z8
 	VMULPS     Z6, Z8, Z8
 	VMOVUPS    64(SI)(R10*4), Z9
 	VADDPS     Z0, Z9, Z9
@@ -6659,9 +6814,9 @@ pipeoffsetloop:
 	VADDPS     64(R9)(R10*4), Z8, Z8
 	VMOVNTPS   Z8, 64(CX)(R10*4)
 	VMOVUPS    128(R8)(R10*4), Z8
-	VADDPS     Z8, Z3, Z3
+	VADDPS     Z8, Z4, Z4
 	VMOVUPS    128(DX)(R10*4), Z8
-	VSUBPS     Z5, Z8, Z8
+	VSUBPS     Z1, Z8, Z8
 	VMULPS     Z6, Z8, Z8
 	VMOVUPS    128(SI)(R10*4), Z9
 	VADDPS     Z0, Z9, Z9
@@ -6669,9 +6824,9 @@ pipeoffsetloop:
 	VADDPS     128(R9)(R10*4), Z8, Z8
 	VMOVNTPS   Z8, 128(CX)(R10*4)
 	VMOVUPS    192(R8)(R10*4), Z8
-	VADDPS     Z8, Z4, Z4
+	VADDPS     Z8, Z5, Z5
 	VMOVUPS    192(DX)(R10*4), Z8
-	VSUBPS     Z5, Z8, Z8
+	VSUBPS     Z1, Z8, Z8
 	VMULPS     Z6, Z8, Z8
 	VMOVUPS    192(SI)(R10*4), Z9
 	VADDPS     Z0, Z9, Z9
@@ -6690,36 +6845,36 @@ pipeoffsetnobiasloop:
 	PREFETCHT0 1152(R8)(R10*4)
 	PREFETCHT0 1216(R8)(R10*4)
 	VMOVUPS    (R8)(R10*4), Z8
-	VADDPS     Z8, Z1, Z1
+	VADDPS     Z8, Z2, Z2
 	VMOVUPS    (DX)(R10*4), Z8
-	VSUBPS     Z5, Z8, Z8
+	VSUBPS     Z1, Z8, Z8
 	VMULPS     Z6, Z8, Z8
 	VMOVUPS    (SI)(R10*4), Z9
 	VADDPS     Z0, Z9, Z9
 	VMULPS     Z9, Z8, Z8
 	VMOVNTPS   Z8, (CX)(R10*4)
 	VMOVUPS    64(R8)(R10*4), Z8
-	VADDPS     Z8, Z2, Z2
+	VADDPS     Z8, Z3, Z3
 	VMOVUPS    64(DX)(R10*4), Z8
-	VSUBPS     Z5, Z8, Z8
+	VSUBPS     Z1, Z8, Z8
 	VMULPS     Z6, Z8, Z8
 	VMOVUPS    64(SI)(R10*4), Z9
 	VADDPS     Z0, Z9, Z9
 	VMULPS     Z9, Z8, Z8
 	VMOVNTPS   Z8, 64(CX)(R10*4)
 	VMOVUPS    128(R8)(R10*4), Z8
-	VADDPS     Z8, Z3, Z3
+	VADDPS     Z8, Z4, Z4
 	VMOVUPS    128(DX)(R10*4), Z8
-	VSUBPS     Z5, Z8, Z8
+	VSUBPS     Z1, Z8, Z8
 	VMULPS     Z6, Z8, Z8
 	VMOVUPS    128(SI)(R10*4), Z9
 	VADDPS     Z0, Z9, Z9
 	VMULPS     Z9, Z8, Z8
 	VMOVNTPS   Z8, 128(CX)(R10*4)
 	VMOVUPS    192(R8)(R10*4), Z8
-	VADDPS     Z8, Z4, Z4
+	VADDPS     Z8, Z5, Z5
 	VMOVUPS    192(DX)(R10*4), Z8
-	VSUBPS     Z5, Z8, Z8
+	VSUBPS     Z1, Z8, Z8
 	VMULPS     Z6, Z8, Z8
 	VMOVUPS    192(SI)(R10*4), Z9
 	VADDPS     Z0, Z9, Z9
@@ -6740,30 +6895,30 @@ pipenoweightloop:
 	PREFETCHT0 1152(R8)(R10*4)
 	PREFETCHT0 1216(R8)(R10*4)
 	VMOVUPS    (R8)(R10*4), Z8
-	VADDPS     Z8, Z1, Z1
+	VADDPS     Z8, Z2, Z2
 	VMOVUPS    (DX)(R10*4), Z8
-	VSUBPS     Z5, Z8, Z8
+	VSUBPS     Z1, Z8, Z8
 	VMULPS     Z6, Z8, Z8
 	VADDPS     (R9)(R10*4), Z8, Z8
 	VMOVNTPS   Z8, (CX)(R10*4)
 	VMOVUPS    64(R8)(R10*4), Z8
-	VADDPS     Z8, Z2, Z2
+	VADDPS     Z8, Z3, Z3
 	VMOVUPS    64(DX)(R10*4), Z8
-	VSUBPS     Z5, Z8, Z8
+	VSUBPS     Z1, Z8, Z8
 	VMULPS     Z6, Z8, Z8
 	VADDPS     64(R9)(R10*4), Z8, Z8
 	VMOVNTPS   Z8, 64(CX)(R10*4)
 	VMOVUPS    128(R8)(R10*4), Z8
-	VADDPS     Z8, Z3, Z3
+	VADDPS     Z8, Z4, Z4
 	VMOVUPS    128(DX)(R10*4), Z8
-	VSUBPS     Z5, Z8, Z8
+	VSUBPS     Z1, Z8, Z8
 	VMULPS     Z6, Z8, Z8
 	VADDPS     128(R9)(R10*4), Z8, Z8
 	VMOVNTPS   Z8, 128(CX)(R10*4)
 	VMOVUPS    192(R8)(R10*4), Z8
-	VADDPS     Z8, Z4, Z4
+	VADDPS     Z8, Z5, Z5
 	VMOVUPS    192(DX)(R10*4), Z8
-	VSUBPS     Z5, Z8, Z8
+	VSUBPS     Z1, Z8, Z8
 	VMULPS     Z6, Z8, Z8
 	VADDPS     192(R9)(R10*4), Z8, Z8
 	VMOVNTPS   Z8, 192(CX)(R10*4)
@@ -6779,27 +6934,27 @@ pipenoweightnobiasloop:
 	PREFETCHT0 1152(R8)(R10*4)
 	PREFETCHT0 1216(R8)(R10*4)
 	VMOVUPS    (R8)(R10*4), Z8
-	VADDPS     Z8, Z1, Z1
+	VADDPS     Z8, Z2, Z2
 	VMOVUPS    (DX)(R10*4), Z8
-	VSUBPS     Z5, Z8, Z8
+	VSUBPS     Z1, Z8, Z8
 	VMULPS     Z6, Z8, Z8
 	VMOVNTPS   Z8, (CX)(R10*4)
 	VMOVUPS    64(R8)(R10*4), Z8
-	VADDPS     Z8, Z2, Z2
+	VADDPS     Z8, Z3, Z3
 	VMOVUPS    64(DX)(R10*4), Z8
-	VSUBPS     Z5, Z8, Z8
+	VSUBPS     Z1, Z8, Z8
 	VMULPS     Z6, Z8, Z8
 	VMOVNTPS   Z8, 64(CX)(R10*4)
 	VMOVUPS    128(R8)(R10*4), Z8
-	VADDPS     Z8, Z3, Z3
+	VADDPS     Z8, Z4, Z4
 	VMOVUPS    128(DX)(R10*4), Z8
-	VSUBPS     Z5, Z8, Z8
+	VSUBPS     Z1, Z8, Z8
 	VMULPS     Z6, Z8, Z8
 	VMOVNTPS   Z8, 128(CX)(R10*4)
 	VMOVUPS    192(R8)(R10*4), Z8
-	VADDPS     Z8, Z4, Z4
+	VADDPS     Z8, Z5, Z5
 	VMOVUPS    192(DX)(R10*4), Z8
-	VSUBPS     Z5, Z8, Z8
+	VSUBPS     Z1, Z8, Z8
 	VMULPS     Z6, Z8, Z8
 	VMOVNTPS   Z8, 192(CX)(R10*4)
 	ADDQ       $0x00000040, R10
@@ -6808,11 +6963,11 @@ pipenoweightnobiasloop:
 
 piped:
 	ADDQ   DI, DX
-	ADDQ   328(SP), CX
-	INCQ   320(SP)
-	VADDPS Z3, Z1, Z1
+	ADDQ   392(SP), CX
+	INCQ   384(SP)
 	VADDPS Z4, Z2, Z2
-	VADDPS Z2, Z1, Z1
+	VADDPS Z5, Z3, Z3
+	VADDPS Z3, Z2, Z2
 	JMP    mean
 
 nopipe:
@@ -6831,35 +6986,35 @@ nopipe:
 scaleloop:
 	CMPQ    R8, R9
 	JG      scaletail
-	VMOVUPS (DX)(R8*4), Z1
-	VSUBPS  Z5, Z1, Z1
-	VMULPS  Z6, Z1, Z1
-	VMOVUPS 64(DX)(R8*4), Z2
-	VSUBPS  Z5, Z2, Z2
+	VMOVUPS (DX)(R8*4), Z2
+	VSUBPS  Z1, Z2, Z2
 	VMULPS  Z6, Z2, Z2
-	VMOVUPS 128(DX)(R8*4), Z3
-	VSUBPS  Z5, Z3, Z3
+	VMOVUPS 64(DX)(R8*4), Z3
+	VSUBPS  Z1, Z3, Z3
 	VMULPS  Z6, Z3, Z3
-	VMOVUPS 192(DX)(R8*4), Z4
-	VSUBPS  Z5, Z4, Z4
+	VMOVUPS 128(DX)(R8*4), Z4
+	VSUBPS  Z1, Z4, Z4
 	VMULPS  Z6, Z4, Z4
-	VMULPS  (SI)(R8*4), Z1, Z1
-	VMULPS  64(SI)(R8*4), Z2, Z2
-	VMULPS  128(SI)(R8*4), Z3, Z3
-	VMULPS  192(SI)(R8*4), Z4, Z4
+	VMOVUPS 192(DX)(R8*4), Z5
+	VSUBPS  Z1, Z5, Z5
+	VMULPS  Z6, Z5, Z5
+	VMULPS  (SI)(R8*4), Z2, Z2
+	VMULPS  64(SI)(R8*4), Z3, Z3
+	VMULPS  128(SI)(R8*4), Z4, Z4
+	VMULPS  192(SI)(R8*4), Z5, Z5
 	MOVQ    job_bias+0(AX), R10
 	TESTQ   R10, R10
-	JZ      nobias8
-	VADDPS  (R10)(R8*4), Z1, Z1
-	VADDPS  64(R10)(R8*4), Z2, Z2
-	VADDPS  128(R10)(R8*4), Z3, Z3
-	VADDPS  192(R10)(R8*4), Z4, Z4
+	JZ      nobias12
+	VADDPS  (R10)(R8*4), Z2, Z2
+	VADDPS  64(R10)(R8*4), Z3, Z3
+	VADDPS  128(R10)(R8*4), Z4, Z4
+	VADDPS  192(R10)(R8*4), Z5, Z5
 
-nobias8:
-	VMOVUPS Z1, (CX)(R8*4)
-	VMOVUPS Z2, 64(CX)(R8*4)
-	VMOVUPS Z3, 128(CX)(R8*4)
-	VMOVUPS Z4, 192(CX)(R8*4)
+nobias12:
+	VMOVUPS Z2, (CX)(R8*4)
+	VMOVUPS Z3, 64(CX)(R8*4)
+	VMOVUPS Z4, 128(CX)(R8*4)
+	VMOVUPS Z5, 192(CX)(R8*4)
 	ADDQ    $0x00000040, R8
 	JMP     scaleloop
 
@@ -6867,43 +7022,43 @@ nobias8:
 scaleloopoffset:
 	CMPQ    R8, R9
 	JG      scaletail
-	VMOVUPS (DX)(R8*4), Z1
-	VSUBPS  Z5, Z1, Z1
-	VMULPS  Z6, Z1, Z1
-	VMOVUPS 64(DX)(R8*4), Z2
-	VSUBPS  Z5, Z2, Z2
+	VMOVUPS (DX)(R8*4), Z2
+	VSUBPS  Z1, Z2, Z2
 	VMULPS  Z6, Z2, Z2
-	VMOVUPS 128(DX)(R8*4), Z3
-	VSUBPS  Z5, Z3, Z3
+	VMOVUPS 64(DX)(R8*4), Z3
+	VSUBPS  Z1, Z3, Z3
 	VMULPS  Z6, Z3, Z3
-	VMOVUPS 192(DX)(R8*4), Z4
-	VSUBPS  Z5, Z4, Z4
+	VMOVUPS 128(DX)(R8*4), Z4
+	VSUBPS  Z1, Z4, Z4
 	VMULPS  Z6, Z4, Z4
+	VMOVUPS 192(DX)(R8*4), Z5
+	VSUBPS  Z1, Z5, Z5
+	VMULPS  Z6, Z5, Z5
 	VMOVUPS (SI)(R8*4), Z8
 	VADDPS  Z0, Z8, Z8
-	VMULPS  Z8, Z1, Z1
+	VMULPS  Z8, Z2, Z2
 	VMOVUPS 64(SI)(R8*4), Z8
 	VADDPS  Z0, Z8, Z8
-	VMULPS  Z8, Z2, Z2
+	VMULPS  Z8, Z3, Z3
 	VMOVUPS 128(SI)(R8*4), Z8
 	VADDPS  Z0, Z8, Z8
-	VMULPS  Z8, Z3, Z3
+	VMULPS  Z8, Z4, Z4
 	VMOVUPS 192(SI)(R8*4), Z8
 	VADDPS  Z0, Z8, Z8
-	VMULPS  Z8, Z4, Z4
+	VMULPS  Z8, Z5, Z5
 	MOVQ    job_bias+0(AX), R10
 	TESTQ   R10, R10
-	JZ      nobias9
-	VADDPS  (R10)(R8*4), Z1, Z1
-	VADDPS  64(R10)(R8*4), Z2, Z2
-	VADDPS  128(R10)(R8*4), Z3, Z3
-	VADDPS  192(R10)(R8*4), Z4, Z4
+	JZ      nobias13
+	VADDPS  (R10)(R8*4), Z2, Z2
+	VADDPS  64(R10)(R8*4), Z3, Z3
+	VADDPS  128(R10)(R8*4), Z4, Z4
+	VADDPS  192(R10)(R8*4), Z5, Z5
 
-nobias9:
-	VMOVUPS Z1, (CX)(R8*4)
-	VMOVUPS Z2, 64(CX)(R8*4)
-	VMOVUPS Z3, 128(CX)(R8*4)
-	VMOVUPS Z4, 192(CX)(R8*4)
+nobias13:
+	VMOVUPS Z2, (CX)(R8*4)
+	VMOVUPS Z3, 64(CX)(R8*4)
+	VMOVUPS Z4, 128(CX)(R8*4)
+	VMOVUPS Z5, 192(CX)(R8*4)
 	ADDQ    $0x00000040, R8
 	JMP     scaleloopoffset
 
@@ -6911,41 +7066,41 @@ nobias9:
 scaleloopnoweight:
 	CMPQ    R8, R9
 	JG      scaletail
-	VMOVUPS (DX)(R8*4), Z1
-	VSUBPS  Z5, Z1, Z1
-	VMULPS  Z6, Z1, Z1
-	VMOVUPS 64(DX)(R8*4), Z2
-	VSUBPS  Z5, Z2, Z2
+	VMOVUPS (DX)(R8*4), Z2
+	VSUBPS  Z1, Z2, Z2
 	VMULPS  Z6, Z2, Z2
-	VMOVUPS 128(DX)(R8*4), Z3
-	VSUBPS  Z5, Z3, Z3
+	VMOVUPS 64(DX)(R8*4), Z3
+	VSUBPS  Z1, Z3, Z3
 	VMULPS  Z6, Z3, Z3
-	VMOVUPS 192(DX)(R8*4), Z4
-	VSUBPS  Z5, Z4, Z4
+	VMOVUPS 128(DX)(R8*4), Z4
+	VSUBPS  Z1, Z4, Z4
 	VMULPS  Z6, Z4, Z4
+	VMOVUPS 192(DX)(R8*4), Z5
+	VSUBPS  Z1, Z5, Z5
+	VMULPS  Z6, Z5, Z5
 	MOVQ    job_bias+0(AX), R10
 	TESTQ   R10, R10
-	JZ      nobias10
-	VADDPS  (R10)(R8*4), Z1, Z1
-	VADDPS  64(R10)(R8*4), Z2, Z2
-	VADDPS  128(R10)(R8*4), Z3, Z3
-	VADDPS  192(R10)(R8*4), Z4, Z4
+	JZ      nobias14
+	VADDPS  (R10)(R8*4), Z2, Z2
+	VADDPS  64(R10)(R8*4), Z3, Z3
+	VADDPS  128(R10)(R8*4), Z4, Z4
+	VADDPS  192(R10)(R8*4), Z5, Z5
 
-nobias10:
-	VMOVUPS Z1, (CX)(R8*4)
-	VMOVUPS Z2, 64(CX)(R8*4)
-	VMOVUPS Z3, 128(CX)(R8*4)
-	VMOVUPS Z4, 192(CX)(R8*4)
+nobias14:
+	VMOVUPS Z2, (CX)(R8*4)
+	VMOVUPS Z3, 64(CX)(R8*4)
+	VMOVUPS Z4, 128(CX)(R8*4)
+	VMOVUPS Z5, 192(CX)(R8*4)
 	ADDQ    $0x00000040, R8
 	JMP     scaleloopnoweight
 
 scalepf:
 	MOVQ DI, R10
 	CMPQ job_d+0(AX), $0x00000200
-	JA   longrows11
+	JA   longrows15
 	SHLQ $0x03, R10
 
-longrows11:
+longrows15:
 	ADDQ  DX, R10
 	TESTL $0x00000001, job_flags+0(AX)
 	JNZ   scalent
@@ -6962,35 +7117,35 @@ scalepfloop:
 	PREFETCHT0 64(R10)(R8*4)
 	PREFETCHT0 128(R10)(R8*4)
 	PREFETCHT0 192(R10)(R8*4)
-	VMOVUPS    (DX)(R8*4), Z1
-	VSUBPS     Z5, Z1, Z1
-	VMULPS     Z6, Z1, Z1
-	VMOVUPS    64(DX)(R8*4), Z2
-	VSUBPS     Z5, Z2, Z2
+	VMOVUPS    (DX)(R8*4), Z2
+	VSUBPS     Z1, Z2, Z2
 	VMULPS     Z6, Z2, Z2
-	VMOVUPS    128(DX)(R8*4), Z3
-	VSUBPS     Z5, Z3, Z3
+	VMOVUPS    64(DX)(R8*4), Z3
+	VSUBPS     Z1, Z3, Z3
 	VMULPS     Z6, Z3, Z3
-	VMOVUPS    192(DX)(R8*4), Z4
-	VSUBPS     Z5, Z4, Z4
+	VMOVUPS    128(DX)(R8*4), Z4
+	VSUBPS     Z1, Z4, Z4
 	VMULPS     Z6, Z4, Z4
-	VMULPS     (SI)(R8*4), Z1, Z1
-	VMULPS     64(SI)(R8*4), Z2, Z2
-	VMULPS     128(SI)(R8*4), Z3, Z3
-	VMULPS     192(SI)(R8*4), Z4, Z4
+	VMOVUPS    192(DX)(R8*4), Z5
+	VSUBPS     Z1, Z5, Z5
+	VMULPS     Z6, Z5, Z5
+	VMULPS     (SI)(R8*4), Z2, Z2
+	VMULPS     64(SI)(R8*4), Z3, Z3
+	VMULPS     128(SI)(R8*4), Z4, Z4
+	VMULPS     192(SI)(R8*4), Z5, Z5
 	MOVQ       job_bias+0(AX), R11
 	TESTQ      R11, R11
-	JZ         nobias12
-	VADDPS     (R11)(R8*4), Z1, Z1
-	VADDPS     64(R11)(R8*4), Z2, Z2
-	VADDPS     128(R11)(R8*4), Z3, Z3
-	VADDPS     192(R11)(R8*4), Z4, Z4
+	JZ         nobias16
+	VADDPS     (R11)(R8*4), Z2, Z2
+	VADDPS     64(R11)(R8*4), Z3, Z3
+	VADDPS     128(R11)(R8*4), Z4, Z4
+	VADDPS     192(R11)(R8*4), Z5, Z5
 
-nobias12:
-	VMOVUPS Z1, (CX)(R8*4)
-	VMOVUPS Z2, 64(CX)(R8*4)
-	VMOVUPS Z3, 128(CX)(R8*4)
-	VMOVUPS Z4, 192(CX)(R8*4)
+nobias16:
+	VMOVUPS Z2, (CX)(R8*4)
+	VMOVUPS Z3, 64(CX)(R8*4)
+	VMOVUPS Z4, 128(CX)(R8*4)
+	VMOVUPS Z5, 192(CX)(R8*4)
 	ADDQ    $0x00000040, R8
 	JMP     scalepfloop
 
@@ -7002,43 +7157,43 @@ scalepfloopoffset:
 	PREFETCHT0 64(R10)(R8*4)
 	PREFETCHT0 128(R10)(R8*4)
 	PREFETCHT0 192(R10)(R8*4)
-	VMOVUPS    (DX)(R8*4), Z1
-	VSUBPS     Z5, Z1, Z1
-	VMULPS     Z6, Z1, Z1
-	VMOVUPS    64(DX)(R8*4), Z2
-	VSUBPS     Z5, Z2, Z2
+	VMOVUPS    (DX)(R8*4), Z2
+	VSUBPS     Z1, Z2, Z2
 	VMULPS     Z6, Z2, Z2
-	VMOVUPS    128(DX)(R8*4), Z3
-	VSUBPS     Z5, Z3, Z3
+	VMOVUPS    64(DX)(R8*4), Z3
+	VSUBPS     Z1, Z3, Z3
 	VMULPS     Z6, Z3, Z3
-	VMOVUPS    192(DX)(R8*4), Z4
-	VSUBPS     Z5, Z4, Z4
+	VMOVUPS    128(DX)(R8*4), Z4
+	VSUBPS     Z1, Z4, Z4
 	VMULPS     Z6, Z4, Z4
+	VMOVUPS    192(DX)(R8*4), Z5
+	VSUBPS     Z1, Z5, Z5
+	VMULPS     Z6, Z5, Z5
 	VMOVUPS    (SI)(R8*4), Z8
 	VADDPS     Z0, Z8, Z8
-	VMULPS     Z8, Z1, Z1
+	VMULPS     Z8, Z2, Z2
 	VMOVUPS    64(SI)(R8*4), Z8
 	VADDPS     Z0, Z8, Z8
-	VMULPS     Z8, Z2, Z2
+	VMULPS     Z8, Z3, Z3
 	VMOVUPS    128(SI)(R8*4), Z8
 	VADDPS     Z0, Z8, Z8
-	VMULPS     Z8, Z3, Z3
+	VMULPS     Z8, Z4, Z4
 	VMOVUPS    192(SI)(R8*4), Z8
 	VADDPS     Z0, Z8, Z8
-	VMULPS     Z8, Z4, Z4
+	VMULPS     Z8, Z5, Z5
 	MOVQ       job_bias+0(AX), R11
 	TESTQ      R11, R11
-	JZ         nobias13
-	VADDPS     (R11)(R8*4), Z1, Z1
-	VADDPS     64(R11)(R8*4), Z2, Z2
-	VADDPS     128(R11)(R8*4), Z3, Z3
-	VADDPS     192(R11)(R8*4), Z4, Z4
+	JZ         nobias17
+	VADDPS     (R11)(R8*4), Z2, Z2
+	VADDPS     64(R11)(R8*4), Z3, Z3
+	VADDPS     128(R11)(R8*4), Z4, Z4
+	VADDPS     192(R11)(R8*4), Z5, Z5
 
-nobias13:
-	VMOVUPS Z1, (CX)(R8*4)
-	VMOVUPS Z2, 64(CX)(R8*4)
-	VMOVUPS Z3, 128(CX)(R8*4)
-	VMOVUPS Z4, 192(CX)(R8*4)
+nobias17:
+	VMOVUPS Z2, (CX)(R8*4)
+	VMOVUPS Z3, 64(CX)(R8*4)
+	VMOVUPS Z4, 128(CX)(R8*4)
+	VMOVUPS Z5, 192(CX)(R8*4)
 	ADDQ    $0x00000040, R8
 	JMP     scalepfloopoffset
 
@@ -7050,31 +7205,31 @@ scalepfloopnoweight:
 	PREFETCHT0 64(R10)(R8*4)
 	PREFETCHT0 128(R10)(R8*4)
 	PREFETCHT0 192(R10)(R8*4)
-	VMOVUPS    (DX)(R8*4), Z1
-	VSUBPS     Z5, Z1, Z1
-	VMULPS     Z6, Z1, Z1
-	VMOVUPS    64(DX)(R8*4), Z2
-	VSUBPS     Z5, Z2, Z2
+	VMOVUPS    (DX)(R8*4), Z2
+	VSUBPS     Z1, Z2, Z2
 	VMULPS     Z6, Z2, Z2
-	VMOVUPS    128(DX)(R8*4), Z3
-	VSUBPS     Z5, Z3, Z3
+	VMOVUPS    64(DX)(R8*4), Z3
+	VSUBPS     Z1, Z3, Z3
 	VMULPS     Z6, Z3, Z3
-	VMOVUPS    192(DX)(R8*4), Z4
-	VSUBPS     Z5, Z4, Z4
+	VMOVUPS    128(DX)(R8*4), Z4
+	VSUBPS     Z1, Z4, Z4
 	VMULPS     Z6, Z4, Z4
+	VMOVUPS    192(DX)(R8*4), Z5
+	VSUBPS     Z1, Z5, Z5
+	VMULPS     Z6, Z5, Z5
 	MOVQ       job_bias+0(AX), R11
 	TESTQ      R11, R11
-	JZ         nobias14
-	VADDPS     (R11)(R8*4), Z1, Z1
-	VADDPS     64(R11)(R8*4), Z2, Z2
-	VADDPS     128(R11)(R8*4), Z3, Z3
-	VADDPS     192(R11)(R8*4), Z4, Z4
+	JZ         nobias18
+	VADDPS     (R11)(R8*4), Z2, Z2
+	VADDPS     64(R11)(R8*4), Z3, Z3
+	VADDPS     128(R11)(R8*4), Z4, Z4
+	VADDPS     192(R11)(R8*4), Z5, Z5
 
-nobias14:
-	VMOVUPS Z1, (CX)(R8*4)
-	VMOVUPS Z2, 64(CX)(R8*4)
-	VMOVUPS Z3, 128(CX)(R8*4)
-	VMOVUPS Z4, 192(CX)(R8*4)
+nobias18:
+	VMOVUPS Z2, (CX)(R8*4)
+	VMOVUPS Z3, 64(CX)(R8*4)
+	VMOVUPS Z4, 128(CX)(R8*4)
+	VMOVUPS Z5, 192(CX)(R8*4)
 	ADDQ    $0x00000040, R8
 	JMP     scalepfloopnoweight
 
@@ -7095,10 +7250,10 @@ scalehead:
 scalentgo:
 	MOVQ DI, R10
 	CMPQ job_d+0(AX), $0x00000200
-	JA   longrows15
+	JA   longrows19
 	SHLQ $0x03, R10
 
-longrows15:
+longrows19:
 	ADDQ DX, R10
 	MOVL job_flags+0(AX), R11
 
@@ -7110,58 +7265,58 @@ scalentloop:
 	PREFETCHT0 64(R10)(R8*4)
 	PREFETCHT0 128(R10)(R8*4)
 	PREFETCHT0 192(R10)(R8*4)
-	VMOVUPS    (DX)(R8*4), Z1
-	VSUBPS     Z5, Z1, Z1
-	VMULPS     Z6, Z1, Z1
-	VMOVUPS    64(DX)(R8*4), Z2
-	VSUBPS     Z5, Z2, Z2
+	VMOVUPS    (DX)(R8*4), Z2
+	VSUBPS     Z1, Z2, Z2
 	VMULPS     Z6, Z2, Z2
-	VMOVUPS    128(DX)(R8*4), Z3
-	VSUBPS     Z5, Z3, Z3
+	VMOVUPS    64(DX)(R8*4), Z3
+	VSUBPS     Z1, Z3, Z3
 	VMULPS     Z6, Z3, Z3
-	VMOVUPS    192(DX)(R8*4), Z4
-	VSUBPS     Z5, Z4, Z4
+	VMOVUPS    128(DX)(R8*4), Z4
+	VSUBPS     Z1, Z4, Z4
 	VMULPS     Z6, Z4, Z4
+	VMOVUPS    192(DX)(R8*4), Z5
+	VSUBPS     Z1, Z5, Z5
+	VMULPS     Z6, Z5, Z5
 	TESTQ      SI, SI
-	JZ         weighed17
+	JZ         weighed21
 	TESTL      $0x00000010, R11
-	JNZ        offset16
-	VMULPS     (SI)(R8*4), Z1, Z1
-	VMULPS     64(SI)(R8*4), Z2, Z2
-	VMULPS     128(SI)(R8*4), Z3, Z3
-	VMULPS     192(SI)(R8*4), Z4, Z4
+	JNZ        offset20
+	VMULPS     (SI)(R8*4), Z2, Z2
+	VMULPS     64(SI)(R8*4), Z3, Z3
+	VMULPS     128(SI)(R8*4), Z4, Z4
+	VMULPS     192(SI)(R8*4), Z5, Z5
 
-weighed17:
+weighed21:
 	MOVQ   job_bias+0(AX), R12
 	TESTQ  R12, R12
-	JZ     nobias18
-	VADDPS (R12)(R8*4), Z1, Z1
-	VADDPS 64(R12)(R8*4), Z2, Z2
-	VADDPS 128(R12)(R8*4), Z3, Z3
-	VADDPS 192(R12)(R8*4), Z4, Z4
+	JZ     nobias22
+	VADDPS (R12)(R8*4), Z2, Z2
+	VADDPS 64(R12)(R8*4), Z3, Z3
+	VADDPS 128(R12)(R8*4), Z4, Z4
+	VADDPS 192(R12)(R8*4), Z5, Z5
 
-nobias18:
-	VMOVNTPS Z1, (CX)(R8*4)
-	VMOVNTPS Z2, 64(CX)(R8*4)
-	VMOVNTPS Z3, 128(CX)(R8*4)
-	VMOVNTPS Z4, 192(CX)(R8*4)
+nobias22:
+	VMOVNTPS Z2, (CX)(R8*4)
+	VMOVNTPS Z3, 64(CX)(R8*4)
+	VMOVNTPS Z4, 128(CX)(R8*4)
+	VMOVNTPS Z5, 192(CX)(R8*4)
 	ADDQ     $0x00000040, R8
 	JMP      scalentloop
 
-offset16:
+offset20:
 	VMOVUPS (SI)(R8*4), Z8
 	VADDPS  Z0, Z8, Z8
-	VMULPS  Z8, Z1, Z1
+	VMULPS  Z8, Z2, Z2
 	VMOVUPS 64(SI)(R8*4), Z8
 	VADDPS  Z0, Z8, Z8
-	VMULPS  Z8, Z2, Z2
+	VMULPS  Z8, Z3, Z3
 	VMOVUPS 128(SI)(R8*4), Z8
 	VADDPS  Z0, Z8, Z8
-	VMULPS  Z8, Z3, Z3
+	VMULPS  Z8, Z4, Z4
 	VMOVUPS 192(SI)(R8*4), Z8
 	VADDPS  Z0, Z8, Z8
-	VMULPS  Z8, Z4, Z4
-	JMP     weighed17
+	VMULPS  Z8, Z5, Z5
+	JMP     weighed21
 
 scaletail:
 	ADDQ $0x00000030, R9
@@ -7169,23 +7324,23 @@ scaletail:
 scaleone:
 	CMPQ    R8, R9
 	JG      scalepart
-	VMOVUPS (DX)(R8*4), Z1
-	VSUBPS  Z5, Z1, Z1
-	VMULPS  Z6, Z1, Z1
+	VMOVUPS (DX)(R8*4), Z2
+	VSUBPS  Z1, Z2, Z2
+	VMULPS  Z6, Z2, Z2
 	TESTQ   SI, SI
-	JZ      noweight19
-	VMOVUPS (SI)(R8*4), Z2
-	VADDPS  Z0, Z2, Z2
-	VMULPS  Z2, Z1, Z1
+	JZ      noweight23
+	VMOVUPS (SI)(R8*4), Z3
+	VADDPS  Z0, Z3, Z3
+	VMULPS  Z3, Z2, Z2
 
-noweight19:
+noweight23:
 	MOVQ   job_bias+0(AX), R10
 	TESTQ  R10, R10
-	JZ     nobias20
-	VADDPS (R10)(R8*4), Z1, Z1
+	JZ     nobias24
+	VADDPS (R10)(R8*4), Z2, Z2
 
-nobias20:
-	VMOVUPS Z1, (CX)(R8*4)
+nobias24:
+	VMOVUPS Z2, (CX)(R8*4)
 	ADDQ    $0x00000010, R8
 	JMP     scaleone
 
@@ -7198,37 +7353,37 @@ scalepart:
 partout:
 	LEAQ      kmask<>+0(SB), R11
 	KMOVW     (R11)(R10*2), K1
-	VMOVUPS.Z (DX)(R8*4), K1, Z1
-	VSUBPS    Z5, Z1, Z1
-	VMULPS    Z1, Z6, Z1
+	VMOVUPS.Z (DX)(R8*4), K1, Z2
+	VSUBPS    Z1, Z2, Z2
+	VMULPS    Z2, Z6, Z2
 	TESTQ     SI, SI
-	JZ        noweight21
-	VMOVUPS.Z (SI)(R8*4), K1, Z2
-	VADDPS    Z0, Z2, Z2
-	VMULPS    Z2, Z1, Z1
+	JZ        noweight25
+	VMOVUPS.Z (SI)(R8*4), K1, Z3
+	VADDPS    Z0, Z3, Z3
+	VMULPS    Z3, Z2, Z2
 
-noweight21:
+noweight25:
 	MOVQ      job_bias+0(AX), R11
 	TESTQ     R11, R11
-	JZ        nobias22
-	VMOVUPS.Z (R11)(R8*4), K1, Z2
-	VADDPS    Z2, Z1, Z1
+	JZ        nobias26
+	VMOVUPS.Z (R11)(R8*4), K1, Z3
+	VADDPS    Z3, Z2, Z2
 
-nobias22:
-	VMOVUPS Z1, K1, (CX)(R8*4)
+nobias26:
+	VMOVUPS Z2, K1, (CX)(R8*4)
 	ADDQ    R10, R8
 	CMPQ    R8, job_d+0(AX)
 	JB      scalentgo
 
 scaled:
 	ADDQ DI, DX
-	ADDQ 328(SP), CX
+	ADDQ 392(SP), CX
 	ADDQ DI, BX
-	INCQ 320(SP)
-	MOVQ 352(SP), R8
+	INCQ 384(SP)
+	MOVQ 416(SP), R8
 	INCQ R8
-	MOVQ R8, 352(SP)
-	CMPQ R8, 344(SP)
+	MOVQ R8, 416(SP)
+	CMPQ R8, 408(SP)
 	JB   scalerow
 	JMP  row
 
@@ -7239,13 +7394,13 @@ ret:
 
 vzero:
 	VZEROUPPER
-	MOVQ 320(SP), AX
+	MOVQ 384(SP), AX
 	MOVQ AX, ret+24(FP)
 	RET
 
 // func avx512ForwardLayerBF16(j uintptr, from int, to int) int
 // Requires: AVX, AVX512BW, AVX512F, MMX+
-TEXT ·avx512ForwardLayerBF16(SB), NOSPLIT, $384-32
+TEXT ·avx512ForwardLayerBF16(SB), NOSPLIT, $448-32
 	// avx512ForwardLayerBF16 normalizes rows [from, to) of the job: LayerNorm on BF16 rows: y = round16(((x-m)*inv)*w + b), round16(((x-m)*inv)*(1+w) + b) with flagOffset, or round16((x-m)*inv + b) with w nil (with flagRN and a weight, round16((x-m)*inv) in place of ((x-m)*inv)), m the row's mean with flagCenter (else +0; stored to mean[r] when mean is not nil), b the bias (nothing added when it is nil), for each row; with res, h = round16(x + res) and res = h per element first, and h in place of x.
 	// It stops before the first row that needs the float64 path and returns that row's index, or to.
 	MOVQ  j+0(FP), AX
@@ -7262,7 +7417,7 @@ rowsset:
 	SHLQ         $0x01, DI
 	MOVQ         job_dstStride+0(AX), R8
 	SHLQ         $0x01, R8
-	MOVQ         R8, 328(SP)
+	MOVQ         R8, 392(SP)
 	VMOVDQU64    oddwords<>+0(SB), Z5
 	VPBROADCASTD avx512bfone<>+0(SB), Z0
 	VPBROADCASTD avx512bfbias<>+0(SB), Z1
@@ -7274,7 +7429,7 @@ rowsset:
 	MOVQ       job_d+0(AX), R8
 	VMOVSS     one<>+0(SB), X6
 	VCVTSI2SSQ R8, X6, X6
-	VMOVSS     X6, 376(SP)
+	VMOVSS     X6, 440(SP)
 	XORL       R10, R10
 	LEAQ       -1(R8), R9
 	TESTQ      R8, R9
@@ -7285,7 +7440,7 @@ rowsset:
 	SHLL       $0x17, R10
 
 notpow2:
-	MOVL         R10, 380(SP)
+	MOVL         R10, 444(SP)
 	VBROADCASTSS one<>+0(SB), Z6
 	TESTL        $0x00000010, job_flags+0(AX)
 	JNZ          weightadd1
@@ -7294,222 +7449,282 @@ notpow2:
 weightadd1:
 	// Start at row from.
 	MOVQ  from+8(FP), R8
-	MOVQ  R8, 320(SP)
-	MOVQ  $0x00000000, 336(SP)
+	MOVQ  R8, 384(SP)
+	MOVQ  $0x00000000, 400(SP)
 	MOVQ  R8, R9
-	IMULQ 328(SP), R9
+	IMULQ 392(SP), R9
 	ADDQ  R9, CX
 	IMULQ DI, R8
 	ADDQ  R8, DX
 	ADDQ  R8, BX
 
 row:
-	MOVQ  320(SP), R8
+	MOVQ  384(SP), R8
 	CMPQ  R8, to+16(FP)
 	JAE   ret
-	MOVQ  $0x00000001, 344(SP)
+	MOVQ  $0x00000001, 408(SP)
 	CMPQ  job_res+0(AX), $0x00
 	JNE   addsum
+	TESTL $0x00000200, job_flags+0(AX)
+	JZ    sum
+	CMPQ  400(SP), $0x00
+	JE    trygroup
+	DECQ  400(SP)
+	JMP   sum
+
+trygroup:
+	CMPQ job_d+0(AX), $0x00000200
+	JA   sum
+	MOVQ to+16(FP), R8
+	SUBQ 384(SP), R8
+	CMPQ R8, $0x04
+	JB   sum
+	MOVQ $0x00000004, 408(SP)
+
+sum:
 	TESTL $0x00000020, job_flags+0(AX)
 	JZ    nocenter
 	MOVQ  DX, R8
+	XORQ  R9, R9
 
+meanrow:
 	// Sum of the elements: element i goes to partial i%64.
 	CMPQ job_d+0(AX), $0x00000080
 	JAE  halves
 
 	// Rows shorter than two blocks: widened in order, no permutes.
-	XORQ      R9, R9
-	MOVQ      job_d+0(AX), R10
-	CMPQ      R10, $0x00000040
+	XORQ      R10, R10
+	MOVQ      job_d+0(AX), R11
+	CMPQ      R11, $0x00000040
 	JB        shortnat
-	VPMOVZXWD (R8)(R9*2), Z7
-	VPSLLD    $0x10, Z7, Z7
-	VADDPS    zero64<>+0(SB), Z7, Z7
-	VPMOVZXWD 32(R8)(R9*2), Z8
+	VPMOVZXWD (R8)(R10*2), Z8
 	VPSLLD    $0x10, Z8, Z8
 	VADDPS    zero64<>+0(SB), Z8, Z8
-	VPMOVZXWD 64(R8)(R9*2), Z9
+	VPMOVZXWD 32(R8)(R10*2), Z9
 	VPSLLD    $0x10, Z9, Z9
 	VADDPS    zero64<>+0(SB), Z9, Z9
-	VPMOVZXWD 96(R8)(R9*2), Z10
+	VPMOVZXWD 64(R8)(R10*2), Z10
 	VPSLLD    $0x10, Z10, Z10
 	VADDPS    zero64<>+0(SB), Z10, Z10
-	MOVQ      $0x00000040, R9
-	SUBQ      $0x00000040, R10
+	VPMOVZXWD 96(R8)(R10*2), Z11
+	VPSLLD    $0x10, Z11, Z11
+	VADDPS    zero64<>+0(SB), Z11, Z11
+	MOVQ      $0x00000040, R10
+	SUBQ      $0x00000040, R11
 	JZ        ordered
 	JMP       tailnat
 
 shortnat:
-	VMOVUPS zero64<>+0(SB), Z7
 	VMOVUPS zero64<>+0(SB), Z8
 	VMOVUPS zero64<>+0(SB), Z9
 	VMOVUPS zero64<>+0(SB), Z10
+	VMOVUPS zero64<>+0(SB), Z11
 
 tailnat:
-	LEAQ kmask<>+0(SB), R11
-	MOVQ R10, R12
-	CMPQ R12, $0x00000010
+	LEAQ kmask<>+0(SB), R12
+	MOVQ R11, R13
+	CMPQ R13, $0x00000010
 	JLE  tailmask0nat
-	MOVQ $0x00000010, R12
+	MOVQ $0x00000010, R13
 
 tailmask0nat:
-	KMOVW       (R11)(R12*2), K1
-	VPMOVZXWD.Z (R8)(R9*2), K1, Z11
-	VPSLLD      $0x10, Z11, Z11
-	VADDPS      Z11, Z7, Z7
-	MOVQ        R10, R12
-	SUBQ        $0x00000010, R12
+	KMOVW       (R12)(R13*2), K1
+	VPMOVZXWD.Z (R8)(R10*2), K1, Z12
+	VPSLLD      $0x10, Z12, Z12
+	VADDPS      Z12, Z8, Z8
+	MOVQ        R11, R13
+	SUBQ        $0x00000010, R13
 	JLE         summednat
-	CMPQ        R12, $0x00000010
+	CMPQ        R13, $0x00000010
 	JLE         tailmask1nat
-	MOVQ        $0x00000010, R12
+	MOVQ        $0x00000010, R13
 
 tailmask1nat:
-	KMOVW       (R11)(R12*2), K1
-	VPMOVZXWD.Z 32(R8)(R9*2), K1, Z11
-	VPSLLD      $0x10, Z11, Z11
-	VADDPS      Z11, Z8, Z8
-	MOVQ        R10, R12
-	SUBQ        $0x00000020, R12
+	KMOVW       (R12)(R13*2), K1
+	VPMOVZXWD.Z 32(R8)(R10*2), K1, Z12
+	VPSLLD      $0x10, Z12, Z12
+	VADDPS      Z12, Z9, Z9
+	MOVQ        R11, R13
+	SUBQ        $0x00000020, R13
 	JLE         summednat
-	CMPQ        R12, $0x00000010
+	CMPQ        R13, $0x00000010
 	JLE         tailmask2nat
-	MOVQ        $0x00000010, R12
+	MOVQ        $0x00000010, R13
 
 tailmask2nat:
-	KMOVW       (R11)(R12*2), K1
-	VPMOVZXWD.Z 64(R8)(R9*2), K1, Z11
-	VPSLLD      $0x10, Z11, Z11
-	VADDPS      Z11, Z9, Z9
-	SUBQ        $0x00000030, R10
+	KMOVW       (R12)(R13*2), K1
+	VPMOVZXWD.Z 64(R8)(R10*2), K1, Z12
+	VPSLLD      $0x10, Z12, Z12
+	VADDPS      Z12, Z10, Z10
+	SUBQ        $0x00000030, R11
 	JLE         summednat
-	CMPQ        R10, $0x00000010
+	CMPQ        R11, $0x00000010
 	JLE         tailmask3nat
-	MOVQ        $0x00000010, R10
+	MOVQ        $0x00000010, R11
 
 tailmask3nat:
-	KMOVW       (R11)(R10*2), K1
-	VPMOVZXWD.Z 96(R8)(R9*2), K1, Z11
-	VPSLLD      $0x10, Z11, Z11
-	VADDPS      Z11, Z10, Z10
+	KMOVW       (R12)(R11*2), K1
+	VPMOVZXWD.Z 96(R8)(R10*2), K1, Z12
+	VPSLLD      $0x10, Z12, Z12
+	VADDPS      Z12, Z11, Z11
 
 summednat:
 	JMP ordered
 
 halves:
-	VPBROADCASTD avx512bfhigh<>+0(SB), Z11
-	MOVQ         job_d+0(AX), R10
-	SUBQ         $0x00000040, R10
+	VPBROADCASTD avx512bfhigh<>+0(SB), Z12
+	MOVQ         job_d+0(AX), R11
+	SUBQ         $0x00000040, R11
 	JGE          firstblock
-	VMOVUPS      zero64<>+0(SB), Z7
 	VMOVUPS      zero64<>+0(SB), Z8
 	VMOVUPS      zero64<>+0(SB), Z9
 	VMOVUPS      zero64<>+0(SB), Z10
-	XORQ         R9, R9
+	VMOVUPS      zero64<>+0(SB), Z11
+	XORQ         R10, R10
 	JMP          sumtail
 
 firstblock:
 	// +0 + square is the square itself: the first block initializes the partials.
-	XORQ   R9, R9
-	VPSLLD $0x10, (R8)(R9*2), Z7
-	VPANDD (R8)(R9*2), Z11, Z8
-	VADDPS zero64<>+0(SB), Z7, Z7
+	XORQ   R10, R10
+	VPSLLD $0x10, (R8)(R10*2), Z8
+	VPANDD (R8)(R10*2), Z12, Z9
 	VADDPS zero64<>+0(SB), Z8, Z8
-	VPSLLD $0x10, 64(R8)(R9*2), Z9
-	VPANDD 64(R8)(R9*2), Z11, Z10
 	VADDPS zero64<>+0(SB), Z9, Z9
+	VPSLLD $0x10, 64(R8)(R10*2), Z10
+	VPANDD 64(R8)(R10*2), Z12, Z11
 	VADDPS zero64<>+0(SB), Z10, Z10
-	MOVQ   $0x00000040, R9
+	VADDPS zero64<>+0(SB), Z11, Z11
+	MOVQ   $0x00000040, R10
 
 	// With flagPF, the rows ahead are prefetched: one loop for both, the flag tested per block.
-	MOVQ DI, R11
-	SHLQ $0x01, R11
+	MOVQ DI, R12
+	SHLQ $0x01, R12
 	CMPQ job_d+0(AX), $0x00000200
 	JA   longrows2
-	SHLQ $0x03, R11
+	SHLQ $0x03, R12
 
 longrows2:
-	ADDQ R8, R11
-	MOVL job_flags+0(AX), R12
+	ADDQ R8, R12
+	MOVL job_flags+0(AX), R13
 
 	PCALIGN $32
 sumloop:
-	CMPQ  R9, R10
+	CMPQ  R10, R11
 	JG    sumtail
-	TESTL $0x00000002, R12
+	TESTL $0x00000002, R13
 	JNZ   sumpf
 
 sumblock:
-	VPSLLD $0x10, (R8)(R9*2), Z12
-	VPANDD (R8)(R9*2), Z11, Z14
-	VADDPS Z12, Z7, Z7
+	VPSLLD $0x10, (R8)(R10*2), Z14
+	VPANDD (R8)(R10*2), Z12, Z15
 	VADDPS Z14, Z8, Z8
-	VPSLLD $0x10, 64(R8)(R9*2), Z12
-	VPANDD 64(R8)(R9*2), Z11, Z14
-	VADDPS Z12, Z9, Z9
+	VADDPS Z15, Z9, Z9
+	VPSLLD $0x10, 64(R8)(R10*2), Z14
+	VPANDD 64(R8)(R10*2), Z12, Z15
 	VADDPS Z14, Z10, Z10
-	ADDQ   $0x00000040, R9
+	VADDPS Z15, Z11, Z11
+	ADDQ   $0x00000040, R10
 	JMP    sumloop
 
 	// Out of the loop's way: the prefetches, whose flag is usually clear.
 sumpf:
-	PREFETCHT0 (R11)(R9*2)
-	PREFETCHT0 64(R11)(R9*2)
+	PREFETCHT0 (R12)(R10*2)
+	PREFETCHT0 64(R12)(R10*2)
 	JMP        sumblock
 
 sumtail:
 	// Fewer than 64 elements remain (AVX2, 16-bit: or i is past d, the copied end summed).
-	MOVQ job_d+0(AX), R10
-	SUBQ R9, R10
+	MOVQ job_d+0(AX), R11
+	SUBQ R10, R11
 	JZ   summed
-	LEAQ kmask32<>+0(SB), R11
-	MOVQ R10, R12
-	CMPQ R12, $0x00000020
+	LEAQ kmask32<>+0(SB), R12
+	MOVQ R11, R13
+	CMPQ R13, $0x00000020
 	JLE  tailwords0
-	MOVQ $0x00000020, R12
+	MOVQ $0x00000020, R13
 
 tailwords0:
-	KMOVD       (R11)(R12*4), K1
-	VMOVDQU16.Z (R8)(R9*2), K1, Z12
-	VPSLLD      $0x10, Z12, Z14
-	VPANDD      Z12, Z11, Z12
-	VADDPS      Z14, Z7, Z7
-	VADDPS      Z12, Z8, Z8
-	SUBQ        $0x00000020, R10
+	KMOVD       (R12)(R13*4), K1
+	VMOVDQU16.Z (R8)(R10*2), K1, Z14
+	VPSLLD      $0x10, Z14, Z15
+	VPANDD      Z14, Z12, Z14
+	VADDPS      Z15, Z8, Z8
+	VADDPS      Z14, Z9, Z9
+	SUBQ        $0x00000020, R11
 	JLE         summed
-	CMPQ        R10, $0x00000020
+	CMPQ        R11, $0x00000020
 	JLE         tailwords2
-	MOVQ        $0x00000020, R10
+	MOVQ        $0x00000020, R11
 
 tailwords2:
-	KMOVD       (R11)(R10*4), K1
-	VMOVDQU16.Z 64(R8)(R9*2), K1, Z12
-	VPSLLD      $0x10, Z12, Z14
-	VPANDD      Z12, Z11, Z11
-	VADDPS      Z14, Z9, Z9
-	VADDPS      Z11, Z10, Z10
+	KMOVD       (R12)(R11*4), K1
+	VMOVDQU16.Z 64(R8)(R10*2), K1, Z14
+	VPSLLD      $0x10, Z14, Z15
+	VPANDD      Z14, Z12, Z12
+	VADDPS      Z15, Z10, Z10
+	VADDPS      Z12, Z11, Z11
 
 summed:
 	// The partials back in order: 16k..16k+15 in acc[k] (see evenodd.go).
-	VMOVDQU32 evenoddidx<>+0(SB), Z11
-	VPERMI2PS Z8, Z7, Z11
-	VMOVDQU32 evenoddidx<>+64(SB), Z12
-	VPERMI2PS Z8, Z7, Z12
-	VMOVAPS   Z11, Z7
+	VMOVDQU32 evenoddidx<>+0(SB), Z12
+	VPERMI2PS Z9, Z8, Z12
+	VMOVDQU32 evenoddidx<>+64(SB), Z14
+	VPERMI2PS Z9, Z8, Z14
 	VMOVAPS   Z12, Z8
-	VMOVDQU32 evenoddidx<>+0(SB), Z11
-	VPERMI2PS Z10, Z9, Z11
-	VMOVDQU32 evenoddidx<>+64(SB), Z12
-	VPERMI2PS Z10, Z9, Z12
-	VMOVAPS   Z11, Z9
+	VMOVAPS   Z14, Z9
+	VMOVDQU32 evenoddidx<>+0(SB), Z12
+	VPERMI2PS Z11, Z10, Z12
+	VMOVDQU32 evenoddidx<>+64(SB), Z14
+	VPERMI2PS Z11, Z10, Z14
 	VMOVAPS   Z12, Z10
+	VMOVAPS   Z14, Z11
 
 ordered:
-	VADDPS Z9, Z7, Z7
-	VADDPS Z10, Z8, Z8
-	VADDPS Z8, Z7, Z7
-	JMP    mean
+	VADDPS  Z10, Z8, Z8
+	VADDPS  Z11, Z9, Z9
+	VADDPS  Z9, Z8, Z8
+	CMPQ    408(SP), $0x01
+	JE      mean
+	VMOVUPS Z8, (SP)(R9*1)
+	ADDQ    DI, R8
+	ADDQ    $0x00000040, R9
+	CMPQ    R9, $0x00000100
+	JB      meanrow
+
+	// The rest of the halving tree for the group's sums, and their means.
+	VMOVUPS       (SP), Z8
+	VMOVUPS       64(SP), Z9
+	VMOVUPS       128(SP), Z10
+	VMOVUPS       192(SP), Z11
+	VSHUFF64X2    $0x44, Z9, Z8, Z12
+	VSHUFF64X2    $0xee, Z9, Z8, Z8
+	VADDPS        Z8, Z12, Z12
+	VSHUFF64X2    $0x44, Z11, Z10, Z8
+	VSHUFF64X2    $0xee, Z11, Z10, Z9
+	VADDPS        Z9, Z8, Z8
+	VSHUFF32X4    $0x88, Z8, Z12, Z9
+	VSHUFF32X4    $0xdd, Z8, Z12, Z8
+	VADDPS        Z8, Z9, Z9
+	VPERMILPS     $0x4e, Z9, Z8
+	VADDPS        Z8, Z9, Z9
+	VPERMILPS     $0xb1, Z9, Z8
+	VADDPS        Z8, Z9, Z9
+	MOVL          $0x00001111, R8
+	KMOVW         R8, K1
+	VCOMPRESSPS.Z Z9, K1, Z8
+	CMPL          444(SP), $0x00
+	JE            divide3
+	VBROADCASTSS  444(SP), Z9
+	VMULPS        Z9, Z8, Z8
+	JMP           divided4
+
+divide3:
+	VBROADCASTSS 440(SP), Z9
+	VDIVPS       Z9, Z8, Z8
+
+divided4:
+	VMOVUPS Z8, 320(SP)
+	JMP     centered
 
 addsum:
 	MOVQ BX, R8
@@ -7538,62 +7753,62 @@ addsum:
 	VPANDD      Z2, Z7, Z7
 	VPSRLD      $0x10, Z7, Z8
 	VPMOVDW     Z8, (R9)(R10*2)
-	VADDPS      zero64<>+0(SB), Z7, Z7
-	VPMOVZXWD   32(R8)(R10*2), Z8
-	VPSLLD      $0x10, Z8, Z8
+	VADDPS      zero64<>+0(SB), Z7, Z8
+	VPMOVZXWD   32(R8)(R10*2), Z7
+	VPSLLD      $0x10, Z7, Z7
 	VPMOVZXWD   32(R9)(R10*2), Z9
 	VPSLLD      $0x10, Z9, Z9
-	VADDPS      Z9, Z8, Z8
+	VADDPS      Z9, Z7, Z7
 	VMOVDQA64   Z3, Z9
-	VFIXUPIMMPS $0x00, Z4, Z8, Z9
-	VPSRLD      $0x10, Z9, Z8
-	VPANDD      Z0, Z8, Z8
-	VPADDD      Z1, Z8, Z8
-	VPADDD      Z9, Z8, Z8
-	VPANDD      Z2, Z8, Z8
-	VPSRLD      $0x10, Z8, Z9
+	VFIXUPIMMPS $0x00, Z4, Z7, Z9
+	VPSRLD      $0x10, Z9, Z7
+	VPANDD      Z0, Z7, Z7
+	VPADDD      Z1, Z7, Z7
+	VPADDD      Z9, Z7, Z7
+	VPANDD      Z2, Z7, Z7
+	VPSRLD      $0x10, Z7, Z9
 	VPMOVDW     Z9, 32(R9)(R10*2)
-	VADDPS      zero64<>+0(SB), Z8, Z8
-	VPMOVZXWD   64(R8)(R10*2), Z9
-	VPSLLD      $0x10, Z9, Z9
+	VADDPS      zero64<>+0(SB), Z7, Z9
+	VPMOVZXWD   64(R8)(R10*2), Z7
+	VPSLLD      $0x10, Z7, Z7
 	VPMOVZXWD   64(R9)(R10*2), Z10
 	VPSLLD      $0x10, Z10, Z10
-	VADDPS      Z10, Z9, Z9
+	VADDPS      Z10, Z7, Z7
 	VMOVDQA64   Z3, Z10
-	VFIXUPIMMPS $0x00, Z4, Z9, Z10
-	VPSRLD      $0x10, Z10, Z9
-	VPANDD      Z0, Z9, Z9
-	VPADDD      Z1, Z9, Z9
-	VPADDD      Z10, Z9, Z9
-	VPANDD      Z2, Z9, Z9
-	VPSRLD      $0x10, Z9, Z10
+	VFIXUPIMMPS $0x00, Z4, Z7, Z10
+	VPSRLD      $0x10, Z10, Z7
+	VPANDD      Z0, Z7, Z7
+	VPADDD      Z1, Z7, Z7
+	VPADDD      Z10, Z7, Z7
+	VPANDD      Z2, Z7, Z7
+	VPSRLD      $0x10, Z7, Z10
 	VPMOVDW     Z10, 64(R9)(R10*2)
-	VADDPS      zero64<>+0(SB), Z9, Z9
-	VPMOVZXWD   96(R8)(R10*2), Z10
-	VPSLLD      $0x10, Z10, Z10
+	VADDPS      zero64<>+0(SB), Z7, Z10
+	VPMOVZXWD   96(R8)(R10*2), Z7
+	VPSLLD      $0x10, Z7, Z7
 	VPMOVZXWD   96(R9)(R10*2), Z11
 	VPSLLD      $0x10, Z11, Z11
-	VADDPS      Z11, Z10, Z10
+	VADDPS      Z11, Z7, Z7
 	VMOVDQA64   Z3, Z11
-	VFIXUPIMMPS $0x00, Z4, Z10, Z11
-	VPSRLD      $0x10, Z11, Z10
-	VPANDD      Z0, Z10, Z10
-	VPADDD      Z1, Z10, Z10
-	VPADDD      Z11, Z10, Z10
-	VPANDD      Z2, Z10, Z10
-	VPSRLD      $0x10, Z10, Z11
+	VFIXUPIMMPS $0x00, Z4, Z7, Z11
+	VPSRLD      $0x10, Z11, Z7
+	VPANDD      Z0, Z7, Z7
+	VPADDD      Z1, Z7, Z7
+	VPADDD      Z11, Z7, Z7
+	VPANDD      Z2, Z7, Z7
+	VPSRLD      $0x10, Z7, Z11
 	VPMOVDW     Z11, 96(R9)(R10*2)
-	VADDPS      zero64<>+0(SB), Z10, Z10
+	VADDPS      zero64<>+0(SB), Z7, Z11
 	MOVQ        $0x00000040, R10
 	SUBQ        $0x00000040, R11
 	JZ          addordered
 	JMP         addtailnat
 
 addshortnat:
-	VMOVUPS zero64<>+0(SB), Z7
 	VMOVUPS zero64<>+0(SB), Z8
 	VMOVUPS zero64<>+0(SB), Z9
 	VMOVUPS zero64<>+0(SB), Z10
+	VMOVUPS zero64<>+0(SB), Z11
 
 addtailnat:
 	LEAQ kmask<>+0(SB), R12
@@ -7604,21 +7819,21 @@ addtailnat:
 
 addtailmask0nat:
 	KMOVW       (R12)(R13*2), K1
-	VPMOVZXWD.Z (R8)(R10*2), K1, Z11
-	VPSLLD      $0x10, Z11, Z11
+	VPMOVZXWD.Z (R8)(R10*2), K1, Z7
+	VPSLLD      $0x10, Z7, Z7
 	VPMOVZXWD.Z (R9)(R10*2), K1, Z12
 	VPSLLD      $0x10, Z12, Z12
-	VADDPS      Z12, Z11, Z11
+	VADDPS      Z12, Z7, Z7
 	VMOVDQA64   Z3, Z12
-	VFIXUPIMMPS $0x00, Z4, Z11, Z12
-	VPSRLD      $0x10, Z12, Z11
-	VPANDD      Z0, Z11, Z11
-	VPADDD      Z1, Z11, Z11
-	VPADDD      Z12, Z11, Z11
-	VPANDD      Z2, Z11, Z11
-	VPSRLD      $0x10, Z11, Z12
+	VFIXUPIMMPS $0x00, Z4, Z7, Z12
+	VPSRLD      $0x10, Z12, Z7
+	VPANDD      Z0, Z7, Z7
+	VPADDD      Z1, Z7, Z7
+	VPADDD      Z12, Z7, Z7
+	VPANDD      Z2, Z7, Z7
+	VPSRLD      $0x10, Z7, Z12
 	VPMOVDW     Z12, K1, (R9)(R10*2)
-	VADDPS      Z11, Z7, Z7
+	VADDPS      Z7, Z8, Z8
 	MOVQ        R11, R13
 	SUBQ        $0x00000010, R13
 	JLE         addsummednat
@@ -7628,21 +7843,21 @@ addtailmask0nat:
 
 addtailmask1nat:
 	KMOVW       (R12)(R13*2), K1
-	VPMOVZXWD.Z 32(R8)(R10*2), K1, Z11
-	VPSLLD      $0x10, Z11, Z11
+	VPMOVZXWD.Z 32(R8)(R10*2), K1, Z7
+	VPSLLD      $0x10, Z7, Z7
 	VPMOVZXWD.Z 32(R9)(R10*2), K1, Z12
 	VPSLLD      $0x10, Z12, Z12
-	VADDPS      Z12, Z11, Z11
+	VADDPS      Z12, Z7, Z7
 	VMOVDQA64   Z3, Z12
-	VFIXUPIMMPS $0x00, Z4, Z11, Z12
-	VPSRLD      $0x10, Z12, Z11
-	VPANDD      Z0, Z11, Z11
-	VPADDD      Z1, Z11, Z11
-	VPADDD      Z12, Z11, Z11
-	VPANDD      Z2, Z11, Z11
-	VPSRLD      $0x10, Z11, Z12
+	VFIXUPIMMPS $0x00, Z4, Z7, Z12
+	VPSRLD      $0x10, Z12, Z7
+	VPANDD      Z0, Z7, Z7
+	VPADDD      Z1, Z7, Z7
+	VPADDD      Z12, Z7, Z7
+	VPANDD      Z2, Z7, Z7
+	VPSRLD      $0x10, Z7, Z12
 	VPMOVDW     Z12, K1, 32(R9)(R10*2)
-	VADDPS      Z11, Z8, Z8
+	VADDPS      Z7, Z9, Z9
 	MOVQ        R11, R13
 	SUBQ        $0x00000020, R13
 	JLE         addsummednat
@@ -7652,21 +7867,21 @@ addtailmask1nat:
 
 addtailmask2nat:
 	KMOVW       (R12)(R13*2), K1
-	VPMOVZXWD.Z 64(R8)(R10*2), K1, Z11
-	VPSLLD      $0x10, Z11, Z11
+	VPMOVZXWD.Z 64(R8)(R10*2), K1, Z7
+	VPSLLD      $0x10, Z7, Z7
 	VPMOVZXWD.Z 64(R9)(R10*2), K1, Z12
 	VPSLLD      $0x10, Z12, Z12
-	VADDPS      Z12, Z11, Z11
+	VADDPS      Z12, Z7, Z7
 	VMOVDQA64   Z3, Z12
-	VFIXUPIMMPS $0x00, Z4, Z11, Z12
-	VPSRLD      $0x10, Z12, Z11
-	VPANDD      Z0, Z11, Z11
-	VPADDD      Z1, Z11, Z11
-	VPADDD      Z12, Z11, Z11
-	VPANDD      Z2, Z11, Z11
-	VPSRLD      $0x10, Z11, Z12
+	VFIXUPIMMPS $0x00, Z4, Z7, Z12
+	VPSRLD      $0x10, Z12, Z7
+	VPANDD      Z0, Z7, Z7
+	VPADDD      Z1, Z7, Z7
+	VPADDD      Z12, Z7, Z7
+	VPANDD      Z2, Z7, Z7
+	VPSRLD      $0x10, Z7, Z12
 	VPMOVDW     Z12, K1, 64(R9)(R10*2)
-	VADDPS      Z11, Z9, Z9
+	VADDPS      Z7, Z10, Z10
 	SUBQ        $0x00000030, R11
 	JLE         addsummednat
 	CMPQ        R11, $0x00000010
@@ -7675,104 +7890,104 @@ addtailmask2nat:
 
 addtailmask3nat:
 	KMOVW       (R12)(R11*2), K1
-	VPMOVZXWD.Z 96(R8)(R10*2), K1, Z11
-	VPSLLD      $0x10, Z11, Z11
+	VPMOVZXWD.Z 96(R8)(R10*2), K1, Z7
+	VPSLLD      $0x10, Z7, Z7
 	VPMOVZXWD.Z 96(R9)(R10*2), K1, Z12
 	VPSLLD      $0x10, Z12, Z12
-	VADDPS      Z12, Z11, Z11
+	VADDPS      Z12, Z7, Z7
 	VMOVDQA64   Z3, Z12
-	VFIXUPIMMPS $0x00, Z4, Z11, Z12
-	VPSRLD      $0x10, Z12, Z11
-	VPANDD      Z0, Z11, Z11
-	VPADDD      Z1, Z11, Z11
-	VPADDD      Z12, Z11, Z11
-	VPANDD      Z2, Z11, Z11
-	VPSRLD      $0x10, Z11, Z12
+	VFIXUPIMMPS $0x00, Z4, Z7, Z12
+	VPSRLD      $0x10, Z12, Z7
+	VPANDD      Z0, Z7, Z7
+	VPADDD      Z1, Z7, Z7
+	VPADDD      Z12, Z7, Z7
+	VPANDD      Z2, Z7, Z7
+	VPSRLD      $0x10, Z7, Z12
 	VPMOVDW     Z12, K1, 96(R9)(R10*2)
-	VADDPS      Z11, Z10, Z10
+	VADDPS      Z7, Z11, Z11
 
 addsummednat:
 	JMP addordered
 
 addhalves:
-	VPBROADCASTD avx512bfhigh<>+0(SB), Z11
+	VPBROADCASTD avx512bfhigh<>+0(SB), Z7
 	MOVQ         job_d+0(AX), R11
 	SUBQ         $0x00000040, R11
 	JGE          addfirstblock
-	VMOVUPS      zero64<>+0(SB), Z7
 	VMOVUPS      zero64<>+0(SB), Z8
 	VMOVUPS      zero64<>+0(SB), Z9
 	VMOVUPS      zero64<>+0(SB), Z10
+	VMOVUPS      zero64<>+0(SB), Z11
 	XORQ         R10, R10
 	JMP          addsumtail
 
 addfirstblock:
 	// +0 + square is the square itself: the first block initializes the partials.
 	XORQ        R10, R10
-	VMOVDQU64   (R8)(R10*2), Z7
-	VMOVDQU64   (R9)(R10*2), Z9
-	VPSLLD      $0x10, Z7, Z8
-	VPANDD      Z7, Z11, Z7
-	VPSLLD      $0x10, Z9, Z10
-	VPANDD      Z9, Z11, Z9
+	VMOVDQU64   (R8)(R10*2), Z8
+	VMOVDQU64   (R9)(R10*2), Z10
+	VPSLLD      $0x10, Z8, Z9
+	VPANDD      Z8, Z7, Z8
+	VPSLLD      $0x10, Z10, Z11
+	VPANDD      Z10, Z7, Z10
+	VADDPS      Z11, Z9, Z9
 	VADDPS      Z10, Z8, Z8
-	VADDPS      Z9, Z7, Z7
-	VMOVDQA64   Z3, Z9
-	VFIXUPIMMPS $0x00, Z4, Z8, Z9
-	VPSRLD      $0x10, Z9, Z8
+	VMOVDQA64   Z3, Z10
+	VFIXUPIMMPS $0x00, Z4, Z9, Z10
+	VPSRLD      $0x10, Z10, Z9
+	VPANDD      Z0, Z9, Z9
+	VPADDD      Z1, Z9, Z9
+	VPADDD      Z10, Z9, Z9
+	VMOVDQA64   Z3, Z10
+	VFIXUPIMMPS $0x00, Z4, Z8, Z10
+	VPSRLD      $0x10, Z10, Z8
 	VPANDD      Z0, Z8, Z8
 	VPADDD      Z1, Z8, Z8
-	VPADDD      Z9, Z8, Z8
-	VMOVDQA64   Z3, Z9
-	VFIXUPIMMPS $0x00, Z4, Z7, Z9
-	VPSRLD      $0x10, Z9, Z7
-	VPANDD      Z0, Z7, Z7
-	VPADDD      Z1, Z7, Z7
-	VPADDD      Z9, Z7, Z7
-	VPSRLD      $0x10, Z8, Z8
-	VPTERNLOGD  $0xb8, Z7, Z11, Z8
-	VMOVDQU64   Z8, (R9)(R10*2)
-	VPSLLD      $0x10, Z8, Z7
-	VPANDD      Z8, Z11, Z8
-	VADDPS      zero64<>+0(SB), Z7, Z7
+	VPADDD      Z10, Z8, Z8
+	VPSRLD      $0x10, Z9, Z9
+	VPTERNLOGD  $0xb8, Z8, Z7, Z9
+	VMOVDQU64   Z9, (R9)(R10*2)
+	VPSLLD      $0x10, Z9, Z8
+	VPANDD      Z9, Z7, Z9
 	VADDPS      zero64<>+0(SB), Z8, Z8
-	VMOVDQU64   64(R8)(R10*2), Z9
+	VADDPS      zero64<>+0(SB), Z9, Z9
+	VMOVDQU64   64(R8)(R10*2), Z10
 	VMOVDQU64   64(R9)(R10*2), Z12
-	VPSLLD      $0x10, Z9, Z10
-	VPANDD      Z9, Z11, Z9
+	VPSLLD      $0x10, Z10, Z11
+	VPANDD      Z10, Z7, Z10
 	VPSLLD      $0x10, Z12, Z14
-	VPANDD      Z12, Z11, Z12
-	VADDPS      Z14, Z10, Z10
-	VADDPS      Z12, Z9, Z9
+	VPANDD      Z12, Z7, Z12
+	VADDPS      Z14, Z11, Z11
+	VADDPS      Z12, Z10, Z10
+	VMOVDQA64   Z3, Z12
+	VFIXUPIMMPS $0x00, Z4, Z11, Z12
+	VPSRLD      $0x10, Z12, Z11
+	VPANDD      Z0, Z11, Z11
+	VPADDD      Z1, Z11, Z11
+	VPADDD      Z12, Z11, Z11
 	VMOVDQA64   Z3, Z12
 	VFIXUPIMMPS $0x00, Z4, Z10, Z12
 	VPSRLD      $0x10, Z12, Z10
 	VPANDD      Z0, Z10, Z10
 	VPADDD      Z1, Z10, Z10
 	VPADDD      Z12, Z10, Z10
-	VMOVDQA64   Z3, Z12
-	VFIXUPIMMPS $0x00, Z4, Z9, Z12
-	VPSRLD      $0x10, Z12, Z9
-	VPANDD      Z0, Z9, Z9
-	VPADDD      Z1, Z9, Z9
-	VPADDD      Z12, Z9, Z9
-	VPSRLD      $0x10, Z10, Z10
-	VPTERNLOGD  $0xb8, Z9, Z11, Z10
-	VMOVDQU64   Z10, 64(R9)(R10*2)
-	VPSLLD      $0x10, Z10, Z9
-	VPANDD      Z10, Z11, Z10
-	VADDPS      zero64<>+0(SB), Z9, Z9
+	VPSRLD      $0x10, Z11, Z11
+	VPTERNLOGD  $0xb8, Z10, Z7, Z11
+	VMOVDQU64   Z11, 64(R9)(R10*2)
+	VPSLLD      $0x10, Z11, Z10
+	VPANDD      Z11, Z7, Z11
 	VADDPS      zero64<>+0(SB), Z10, Z10
+	VADDPS      zero64<>+0(SB), Z11, Z11
 	MOVQ        $0x00000040, R10
 
 	// With flagPF, the rows ahead are prefetched: one loop for both, the flag tested per block.
 	MOVQ DI, R12
 	SHLQ $0x01, R12
 	CMPQ job_d+0(AX), $0x00000200
-	JA   longrows3
+	JA   longrows5
 	SHLQ $0x03, R12
 
-longrows3:
+longrows5:
 	ADDQ R8, R12
 	MOVL job_flags+0(AX), R13
 
@@ -7787,9 +8002,9 @@ addsumblock:
 	VMOVDQU64   (R8)(R10*2), Z12
 	VMOVDQU64   (R9)(R10*2), Z14
 	VPSLLD      $0x10, Z12, Z15
-	VPANDD      Z12, Z11, Z12
+	VPANDD      Z12, Z7, Z12
 	VPSLLD      $0x10, Z14, Z16
-	VPANDD      Z14, Z11, Z14
+	VPANDD      Z14, Z7, Z14
 	VADDPS      Z16, Z15, Z15
 	VADDPS      Z14, Z12, Z12
 	VMOVDQA64   Z3, Z14
@@ -7805,18 +8020,18 @@ addsumblock:
 	VPADDD      Z1, Z12, Z12
 	VPADDD      Z14, Z12, Z12
 	VPSRLD      $0x10, Z15, Z15
-	VPTERNLOGD  $0xb8, Z12, Z11, Z15
+	VPTERNLOGD  $0xb8, Z12, Z7, Z15
 	VMOVDQU64   Z15, (R9)(R10*2)
 	VPSLLD      $0x10, Z15, Z12
-	VPANDD      Z15, Z11, Z14
-	VADDPS      Z12, Z7, Z7
-	VADDPS      Z14, Z8, Z8
+	VPANDD      Z15, Z7, Z14
+	VADDPS      Z12, Z8, Z8
+	VADDPS      Z14, Z9, Z9
 	VMOVDQU64   64(R8)(R10*2), Z12
 	VMOVDQU64   64(R9)(R10*2), Z14
 	VPSLLD      $0x10, Z12, Z15
-	VPANDD      Z12, Z11, Z12
+	VPANDD      Z12, Z7, Z12
 	VPSLLD      $0x10, Z14, Z16
-	VPANDD      Z14, Z11, Z14
+	VPANDD      Z14, Z7, Z14
 	VADDPS      Z16, Z15, Z15
 	VADDPS      Z14, Z12, Z12
 	VMOVDQA64   Z3, Z14
@@ -7832,12 +8047,12 @@ addsumblock:
 	VPADDD      Z1, Z12, Z12
 	VPADDD      Z14, Z12, Z12
 	VPSRLD      $0x10, Z15, Z15
-	VPTERNLOGD  $0xb8, Z12, Z11, Z15
+	VPTERNLOGD  $0xb8, Z12, Z7, Z15
 	VMOVDQU64   Z15, 64(R9)(R10*2)
 	VPSLLD      $0x10, Z15, Z12
-	VPANDD      Z15, Z11, Z14
-	VADDPS      Z12, Z9, Z9
-	VADDPS      Z14, Z10, Z10
+	VPANDD      Z15, Z7, Z14
+	VADDPS      Z12, Z10, Z10
+	VADDPS      Z14, Z11, Z11
 	ADDQ        $0x00000040, R10
 	JMP         addsumloop
 
@@ -7863,9 +8078,9 @@ addtailwords0:
 	VMOVDQU16.Z (R8)(R10*2), K1, Z12
 	VMOVDQU16.Z (R9)(R10*2), K1, Z14
 	VPSLLD      $0x10, Z12, Z15
-	VPANDD      Z12, Z11, Z12
+	VPANDD      Z12, Z7, Z12
 	VPSLLD      $0x10, Z14, Z16
-	VPANDD      Z14, Z11, Z14
+	VPANDD      Z14, Z7, Z14
 	VADDPS      Z16, Z15, Z15
 	VADDPS      Z14, Z12, Z12
 	VMOVDQA64   Z3, Z14
@@ -7881,12 +8096,12 @@ addtailwords0:
 	VPADDD      Z1, Z12, Z12
 	VPADDD      Z14, Z12, Z12
 	VPSRLD      $0x10, Z15, Z15
-	VPTERNLOGD  $0xb8, Z12, Z11, Z15
+	VPTERNLOGD  $0xb8, Z12, Z7, Z15
 	VMOVDQU16   Z15, K1, (R9)(R10*2)
 	VPSLLD      $0x10, Z15, Z12
-	VPANDD      Z15, Z11, Z14
-	VADDPS      Z12, Z7, Z7
-	VADDPS      Z14, Z8, Z8
+	VPANDD      Z15, Z7, Z14
+	VADDPS      Z12, Z8, Z8
+	VADDPS      Z14, Z9, Z9
 	SUBQ        $0x00000020, R11
 	JLE         addsummed
 	CMPQ        R11, $0x00000020
@@ -7898,9 +8113,9 @@ addtailwords2:
 	VMOVDQU16.Z 64(R8)(R10*2), K1, Z12
 	VMOVDQU16.Z 64(R9)(R10*2), K1, Z14
 	VPSLLD      $0x10, Z12, Z15
-	VPANDD      Z12, Z11, Z12
+	VPANDD      Z12, Z7, Z12
 	VPSLLD      $0x10, Z14, Z16
-	VPANDD      Z14, Z11, Z14
+	VPANDD      Z14, Z7, Z14
 	VADDPS      Z16, Z15, Z15
 	VADDPS      Z14, Z12, Z12
 	VMOVDQA64   Z3, Z14
@@ -7916,340 +8131,359 @@ addtailwords2:
 	VPADDD      Z1, Z12, Z12
 	VPADDD      Z14, Z12, Z12
 	VPSRLD      $0x10, Z15, Z15
-	VPTERNLOGD  $0xb8, Z12, Z11, Z15
+	VPTERNLOGD  $0xb8, Z12, Z7, Z15
 	VMOVDQU16   Z15, K1, 64(R9)(R10*2)
 	VPSLLD      $0x10, Z15, Z12
-	VPANDD      Z15, Z11, Z11
-	VADDPS      Z12, Z9, Z9
-	VADDPS      Z11, Z10, Z10
+	VPANDD      Z15, Z7, Z7
+	VADDPS      Z12, Z10, Z10
+	VADDPS      Z7, Z11, Z11
 
 addsummed:
 	// The partials back in order: 16k..16k+15 in acc[k] (see evenodd.go).
-	VMOVDQU32 evenoddidx<>+0(SB), Z11
-	VPERMI2PS Z8, Z7, Z11
+	VMOVDQU32 evenoddidx<>+0(SB), Z7
+	VPERMI2PS Z9, Z8, Z7
 	VMOVDQU32 evenoddidx<>+64(SB), Z12
-	VPERMI2PS Z8, Z7, Z12
-	VMOVAPS   Z11, Z7
-	VMOVAPS   Z12, Z8
-	VMOVDQU32 evenoddidx<>+0(SB), Z11
-	VPERMI2PS Z10, Z9, Z11
+	VPERMI2PS Z9, Z8, Z12
+	VMOVAPS   Z7, Z8
+	VMOVAPS   Z12, Z9
+	VMOVDQU32 evenoddidx<>+0(SB), Z7
+	VPERMI2PS Z11, Z10, Z7
 	VMOVDQU32 evenoddidx<>+64(SB), Z12
-	VPERMI2PS Z10, Z9, Z12
-	VMOVAPS   Z11, Z9
-	VMOVAPS   Z12, Z10
+	VPERMI2PS Z11, Z10, Z12
+	VMOVAPS   Z7, Z10
+	VMOVAPS   Z12, Z11
 
 addordered:
-	VADDPS Z9, Z7, Z7
 	VADDPS Z10, Z8, Z8
-	VADDPS Z8, Z7, Z7
+	VADDPS Z11, Z9, Z9
+	VADDPS Z9, Z8, Z8
 
 mean:
-	VSHUFF64X2 $0xee, Z7, Z7, Z8
-	VADDPS     Z8, Z7, Z7
-	VSHUFF32X4 $0x01, Z7, Z7, Z8
-	VADDPS     Z8, Z7, Z7
-	VPERMILPS  $0x4e, Z7, Z8
-	VADDPS     Z8, Z7, Z7
-	VPERMILPS  $0xb1, Z7, Z8
-	VADDPS     Z8, Z7, Z7
+	VSHUFF64X2 $0xee, Z8, Z8, Z7
+	VADDPS     Z7, Z8, Z8
+	VSHUFF32X4 $0x01, Z8, Z8, Z7
+	VADDPS     Z7, Z8, Z8
+	VPERMILPS  $0x4e, Z8, Z7
+	VADDPS     Z7, Z8, Z8
+	VPERMILPS  $0xb1, Z8, Z7
+	VADDPS     Z7, Z8, Z8
 	TESTL      $0x00000020, job_flags+0(AX)
 	JZ         nocenter
 
 	// A row whose sum is not finite (s-s is NaN) takes the float64 path; else m = s/d.
-	VSUBSS   X7, X7, X8
-	VUCOMISS X8, X8
+	VSUBSS   X8, X8, X7
+	VUCOMISS X7, X7
 	JPS      ret
-	CMPL     380(SP), $0x00
-	JE       divide4
-	VMULSS   380(SP), X7, X8
-	JMP      divided5
+	CMPL     444(SP), $0x00
+	JE       divide6
+	VMULSS   444(SP), X8, X7
+	JMP      divided7
 
-divide4:
-	VDIVSS 376(SP), X7, X8
+divide6:
+	VDIVSS 440(SP), X8, X7
 
-divided5:
-	VBROADCASTSS X8, Z11
+divided7:
+	VBROADCASTSS X7, Z7
 	JMP          centered
 
 nocenter:
-	VMOVUPS zero64<>+0(SB), Z11
+	VMOVUPS zero64<>+0(SB), Z7
+	VMOVUPS Z7, 320(SP)
 
 centered:
 	MOVQ DX, R8
+	XORQ R9, R9
+	CMPQ 408(SP), $0x01
+	JE   sqrow
 
+sqnext:
+	MOVQ         R9, R10
+	SHRQ         $0x06, R10
+	VBROADCASTSS 320(SP)(R10*4), Z7
+
+sqrow:
 	// Sum of the squares of x - m: element i goes to partial i%64.
 	CMPQ job_d+0(AX), $0x00000080
 	JAE  sqhalves
 
 	// Rows shorter than two blocks: widened in order, no permutes.
-	XORQ      R9, R9
-	MOVQ      job_d+0(AX), R10
-	CMPQ      R10, $0x00000040
+	XORQ      R10, R10
+	MOVQ      job_d+0(AX), R11
+	CMPQ      R11, $0x00000040
 	JB        sqshortnat
-	VPMOVZXWD (R8)(R9*2), Z7
-	VPSLLD    $0x10, Z7, Z7
-	VSUBPS    Z11, Z7, Z7
-	VMULPS    Z7, Z7, Z7
-	VPMOVZXWD 32(R8)(R9*2), Z8
+	VPMOVZXWD (R8)(R10*2), Z8
 	VPSLLD    $0x10, Z8, Z8
-	VSUBPS    Z11, Z8, Z8
+	VSUBPS    Z7, Z8, Z8
 	VMULPS    Z8, Z8, Z8
-	VPMOVZXWD 64(R8)(R9*2), Z9
+	VPMOVZXWD 32(R8)(R10*2), Z9
 	VPSLLD    $0x10, Z9, Z9
-	VSUBPS    Z11, Z9, Z9
+	VSUBPS    Z7, Z9, Z9
 	VMULPS    Z9, Z9, Z9
-	VPMOVZXWD 96(R8)(R9*2), Z10
+	VPMOVZXWD 64(R8)(R10*2), Z10
 	VPSLLD    $0x10, Z10, Z10
-	VSUBPS    Z11, Z10, Z10
+	VSUBPS    Z7, Z10, Z10
 	VMULPS    Z10, Z10, Z10
-	MOVQ      $0x00000040, R9
-	SUBQ      $0x00000040, R10
+	VPMOVZXWD 96(R8)(R10*2), Z11
+	VPSLLD    $0x10, Z11, Z11
+	VSUBPS    Z7, Z11, Z11
+	VMULPS    Z11, Z11, Z11
+	MOVQ      $0x00000040, R10
+	SUBQ      $0x00000040, R11
 	JZ        sqordered
 	JMP       sqtailnat
 
 sqshortnat:
-	VMOVUPS zero64<>+0(SB), Z7
 	VMOVUPS zero64<>+0(SB), Z8
 	VMOVUPS zero64<>+0(SB), Z9
 	VMOVUPS zero64<>+0(SB), Z10
+	VMOVUPS zero64<>+0(SB), Z11
 
 sqtailnat:
-	LEAQ kmask<>+0(SB), R11
-	MOVQ R10, R12
-	CMPQ R12, $0x00000010
+	LEAQ kmask<>+0(SB), R12
+	MOVQ R11, R13
+	CMPQ R13, $0x00000010
 	JLE  sqtailmask0nat
-	MOVQ $0x00000010, R12
+	MOVQ $0x00000010, R13
 
 sqtailmask0nat:
-	KMOVW       (R11)(R12*2), K1
-	VPMOVZXWD.Z (R8)(R9*2), K1, Z12
+	KMOVW       (R12)(R13*2), K1
+	VPMOVZXWD.Z (R8)(R10*2), K1, Z12
 	VPSLLD      $0x10, Z12, Z12
-	VSUBPS.Z    Z11, Z12, K1, Z12
-	VMULPS      Z12, Z12, Z12
-	VADDPS      Z12, Z7, Z7
-	MOVQ        R10, R12
-	SUBQ        $0x00000010, R12
-	JLE         sqsummednat
-	CMPQ        R12, $0x00000010
-	JLE         sqtailmask1nat
-	MOVQ        $0x00000010, R12
-
-sqtailmask1nat:
-	KMOVW       (R11)(R12*2), K1
-	VPMOVZXWD.Z 32(R8)(R9*2), K1, Z12
-	VPSLLD      $0x10, Z12, Z12
-	VSUBPS.Z    Z11, Z12, K1, Z12
+	VSUBPS.Z    Z7, Z12, K1, Z12
 	VMULPS      Z12, Z12, Z12
 	VADDPS      Z12, Z8, Z8
-	MOVQ        R10, R12
-	SUBQ        $0x00000020, R12
+	MOVQ        R11, R13
+	SUBQ        $0x00000010, R13
 	JLE         sqsummednat
-	CMPQ        R12, $0x00000010
-	JLE         sqtailmask2nat
-	MOVQ        $0x00000010, R12
+	CMPQ        R13, $0x00000010
+	JLE         sqtailmask1nat
+	MOVQ        $0x00000010, R13
 
-sqtailmask2nat:
-	KMOVW       (R11)(R12*2), K1
-	VPMOVZXWD.Z 64(R8)(R9*2), K1, Z12
+sqtailmask1nat:
+	KMOVW       (R12)(R13*2), K1
+	VPMOVZXWD.Z 32(R8)(R10*2), K1, Z12
 	VPSLLD      $0x10, Z12, Z12
-	VSUBPS.Z    Z11, Z12, K1, Z12
+	VSUBPS.Z    Z7, Z12, K1, Z12
 	VMULPS      Z12, Z12, Z12
 	VADDPS      Z12, Z9, Z9
-	SUBQ        $0x00000030, R10
+	MOVQ        R11, R13
+	SUBQ        $0x00000020, R13
 	JLE         sqsummednat
-	CMPQ        R10, $0x00000010
-	JLE         sqtailmask3nat
-	MOVQ        $0x00000010, R10
+	CMPQ        R13, $0x00000010
+	JLE         sqtailmask2nat
+	MOVQ        $0x00000010, R13
 
-sqtailmask3nat:
-	KMOVW       (R11)(R10*2), K1
-	VPMOVZXWD.Z 96(R8)(R9*2), K1, Z12
+sqtailmask2nat:
+	KMOVW       (R12)(R13*2), K1
+	VPMOVZXWD.Z 64(R8)(R10*2), K1, Z12
 	VPSLLD      $0x10, Z12, Z12
-	VSUBPS.Z    Z11, Z12, K1, Z12
+	VSUBPS.Z    Z7, Z12, K1, Z12
 	VMULPS      Z12, Z12, Z12
 	VADDPS      Z12, Z10, Z10
+	SUBQ        $0x00000030, R11
+	JLE         sqsummednat
+	CMPQ        R11, $0x00000010
+	JLE         sqtailmask3nat
+	MOVQ        $0x00000010, R11
+
+sqtailmask3nat:
+	KMOVW       (R12)(R11*2), K1
+	VPMOVZXWD.Z 96(R8)(R10*2), K1, Z12
+	VPSLLD      $0x10, Z12, Z12
+	VSUBPS.Z    Z7, Z12, K1, Z12
+	VMULPS      Z12, Z12, Z12
+	VADDPS      Z12, Z11, Z11
 
 sqsummednat:
 	JMP sqordered
 
 sqhalves:
 	VPBROADCASTD avx512bfhigh<>+0(SB), Z12
-	MOVQ         job_d+0(AX), R10
-	SUBQ         $0x00000040, R10
+	MOVQ         job_d+0(AX), R11
+	SUBQ         $0x00000040, R11
 	JGE          sqfirstblock
-	VMOVUPS      zero64<>+0(SB), Z7
 	VMOVUPS      zero64<>+0(SB), Z8
 	VMOVUPS      zero64<>+0(SB), Z9
 	VMOVUPS      zero64<>+0(SB), Z10
-	XORQ         R9, R9
+	VMOVUPS      zero64<>+0(SB), Z11
+	XORQ         R10, R10
 	JMP          sqsumtail
 
 sqfirstblock:
 	// +0 + square is the square itself: the first block initializes the partials.
-	XORQ   R9, R9
-	VPSLLD $0x10, (R8)(R9*2), Z7
-	VPANDD (R8)(R9*2), Z12, Z8
-	VSUBPS Z11, Z7, Z7
-	VMULPS Z7, Z7, Z7
-	VSUBPS Z11, Z8, Z8
+	XORQ   R10, R10
+	VPSLLD $0x10, (R8)(R10*2), Z8
+	VPANDD (R8)(R10*2), Z12, Z9
+	VSUBPS Z7, Z8, Z8
 	VMULPS Z8, Z8, Z8
-	VPSLLD $0x10, 64(R8)(R9*2), Z9
-	VPANDD 64(R8)(R9*2), Z12, Z10
-	VSUBPS Z11, Z9, Z9
+	VSUBPS Z7, Z9, Z9
 	VMULPS Z9, Z9, Z9
-	VSUBPS Z11, Z10, Z10
+	VPSLLD $0x10, 64(R8)(R10*2), Z10
+	VPANDD 64(R8)(R10*2), Z12, Z11
+	VSUBPS Z7, Z10, Z10
 	VMULPS Z10, Z10, Z10
-	MOVQ   $0x00000040, R9
+	VSUBPS Z7, Z11, Z11
+	VMULPS Z11, Z11, Z11
+	MOVQ   $0x00000040, R10
 
 	// With flagPF, the rows ahead are prefetched: one loop for both, the flag tested per block.
-	MOVQ DI, R11
-	SHLQ $0x01, R11
+	MOVQ DI, R12
+	SHLQ $0x01, R12
 	CMPQ job_d+0(AX), $0x00000200
-	JA   longrows6
-	SHLQ $0x03, R11
+	JA   longrows8
+	SHLQ $0x03, R12
 
-longrows6:
-	ADDQ R8, R11
-	MOVL job_flags+0(AX), R12
+longrows8:
+	ADDQ R8, R12
+	MOVL job_flags+0(AX), R13
 
 	PCALIGN $32
 sqsumloop:
-	CMPQ  R9, R10
+	CMPQ  R10, R11
 	JG    sqsumtail
-	TESTL $0x00000002, R12
+	TESTL $0x00000002, R13
 	JNZ   sqsumpf
 
 sqsumblock:
-	VPSLLD $0x10, (R8)(R9*2), Z14
-	VPANDD (R8)(R9*2), Z12, Z15
-	VSUBPS Z11, Z14, Z14
+	VPSLLD $0x10, (R8)(R10*2), Z14
+	VPANDD (R8)(R10*2), Z12, Z15
+	VSUBPS Z7, Z14, Z14
 	VMULPS Z14, Z14, Z14
-	VADDPS Z14, Z7, Z7
-	VSUBPS Z11, Z15, Z15
+	VADDPS Z14, Z8, Z8
+	VSUBPS Z7, Z15, Z15
 	VMULPS Z15, Z15, Z15
-	VADDPS Z15, Z8, Z8
-	VPSLLD $0x10, 64(R8)(R9*2), Z14
-	VPANDD 64(R8)(R9*2), Z12, Z15
-	VSUBPS Z11, Z14, Z14
+	VADDPS Z15, Z9, Z9
+	VPSLLD $0x10, 64(R8)(R10*2), Z14
+	VPANDD 64(R8)(R10*2), Z12, Z15
+	VSUBPS Z7, Z14, Z14
 	VMULPS Z14, Z14, Z14
-	VADDPS Z14, Z9, Z9
-	VSUBPS Z11, Z15, Z15
+	VADDPS Z14, Z10, Z10
+	VSUBPS Z7, Z15, Z15
 	VMULPS Z15, Z15, Z15
-	VADDPS Z15, Z10, Z10
-	ADDQ   $0x00000040, R9
+	VADDPS Z15, Z11, Z11
+	ADDQ   $0x00000040, R10
 	JMP    sqsumloop
 
 	// Out of the loop's way: the prefetches, whose flag is usually clear.
 sqsumpf:
-	PREFETCHT0 (R11)(R9*2)
-	PREFETCHT0 64(R11)(R9*2)
+	PREFETCHT0 (R12)(R10*2)
+	PREFETCHT0 64(R12)(R10*2)
 	JMP        sqsumblock
 
 sqsumtail:
 	// Fewer than 64 elements remain (AVX2, 16-bit: or i is past d, the copied end summed).
-	MOVQ job_d+0(AX), R10
-	SUBQ R9, R10
+	MOVQ job_d+0(AX), R11
+	SUBQ R10, R11
 	JZ   sqsummed
-	LEAQ kmask32<>+0(SB), R11
-	LEAQ kmask<>+0(SB), R12
-	MOVQ R10, R13
-	CMPQ R13, $0x00000020
+	LEAQ kmask32<>+0(SB), R12
+	LEAQ kmask<>+0(SB), R13
+	MOVQ R11, R14
+	CMPQ R14, $0x00000020
 	JLE  sqtailwords0
-	MOVQ $0x00000020, R13
+	MOVQ $0x00000020, R14
 
 sqtailwords0:
-	KMOVD       (R11)(R13*4), K1
-	VMOVDQU16.Z (R8)(R9*2), K1, Z14
+	KMOVD       (R12)(R14*4), K1
+	VMOVDQU16.Z (R8)(R10*2), K1, Z14
 	VPSLLD      $0x10, Z14, Z15
 	VPANDD      Z14, Z12, Z14
-	LEAQ        1(R13), R14
+	LEAQ        1(R14), R15
+	SHRQ        $0x01, R15
 	SHRQ        $0x01, R14
-	SHRQ        $0x01, R13
-	KMOVW       (R12)(R14*2), K1
-	KMOVW       (R12)(R13*2), K2
-	VSUBPS.Z    Z11, Z15, K1, Z15
+	KMOVW       (R13)(R15*2), K1
+	KMOVW       (R13)(R14*2), K2
+	VSUBPS.Z    Z7, Z15, K1, Z15
 	VMULPS      Z15, Z15, Z15
-	VADDPS      Z15, Z7, Z7
-	VSUBPS.Z    Z11, Z14, K2, Z14
+	VADDPS      Z15, Z8, Z8
+	VSUBPS.Z    Z7, Z14, K2, Z14
 	VMULPS      Z14, Z14, Z14
-	VADDPS      Z14, Z8, Z8
-	SUBQ        $0x00000020, R10
+	VADDPS      Z14, Z9, Z9
+	SUBQ        $0x00000020, R11
 	JLE         sqsummed
-	CMPQ        R10, $0x00000020
+	CMPQ        R11, $0x00000020
 	JLE         sqtailwords2
-	MOVQ        $0x00000020, R10
+	MOVQ        $0x00000020, R11
 
 sqtailwords2:
-	KMOVD       (R11)(R10*4), K1
-	VMOVDQU16.Z 64(R8)(R9*2), K1, Z14
+	KMOVD       (R12)(R11*4), K1
+	VMOVDQU16.Z 64(R8)(R10*2), K1, Z14
 	VPSLLD      $0x10, Z14, Z15
 	VPANDD      Z14, Z12, Z12
-	LEAQ        1(R10), R8
-	SHRQ        $0x01, R8
+	LEAQ        1(R11), R10
 	SHRQ        $0x01, R10
-	KMOVW       (R12)(R8*2), K1
-	KMOVW       (R12)(R10*2), K2
-	VSUBPS.Z    Z11, Z15, K1, Z15
+	SHRQ        $0x01, R11
+	KMOVW       (R13)(R10*2), K1
+	KMOVW       (R13)(R11*2), K2
+	VSUBPS.Z    Z7, Z15, K1, Z15
 	VMULPS      Z15, Z15, Z15
-	VADDPS      Z15, Z9, Z9
-	VSUBPS.Z    Z11, Z12, K2, Z12
+	VADDPS      Z15, Z10, Z10
+	VSUBPS.Z    Z7, Z12, K2, Z12
 	VMULPS      Z12, Z12, Z12
-	VADDPS      Z12, Z10, Z10
+	VADDPS      Z12, Z11, Z11
 
 sqsummed:
 	// The partials back in order: 16k..16k+15 in acc[k] (see evenodd.go).
 	VMOVDQU32 evenoddidx<>+0(SB), Z12
-	VPERMI2PS Z8, Z7, Z12
+	VPERMI2PS Z9, Z8, Z12
 	VMOVDQU32 evenoddidx<>+64(SB), Z14
-	VPERMI2PS Z8, Z7, Z14
-	VMOVAPS   Z12, Z7
-	VMOVAPS   Z14, Z8
+	VPERMI2PS Z9, Z8, Z14
+	VMOVAPS   Z12, Z8
+	VMOVAPS   Z14, Z9
 	VMOVDQU32 evenoddidx<>+0(SB), Z12
-	VPERMI2PS Z10, Z9, Z12
+	VPERMI2PS Z11, Z10, Z12
 	VMOVDQU32 evenoddidx<>+64(SB), Z14
-	VPERMI2PS Z10, Z9, Z14
-	VMOVAPS   Z12, Z9
-	VMOVAPS   Z14, Z10
+	VPERMI2PS Z11, Z10, Z14
+	VMOVAPS   Z12, Z10
+	VMOVAPS   Z14, Z11
 
 sqordered:
-	VADDPS Z9, Z7, Z7
-	VADDPS Z10, Z8, Z8
-	VADDPS Z8, Z7, Z7
+	VADDPS  Z10, Z8, Z8
+	VADDPS  Z11, Z9, Z9
+	VADDPS  Z9, Z8, Z8
+	CMPQ    408(SP), $0x01
+	JE      invone
+	VMOVUPS Z8, (SP)(R9*1)
+	ADDQ    DI, R8
+	ADDQ    $0x00000040, R9
+	CMPQ    R9, $0x00000100
+	JB      sqnext
+	JMP     invgroup
 
+invone:
 	// Halving tree: p[j] += p[j+h] for the remaining h, down to ss.
-	VSHUFF64X2 $0xee, Z7, Z7, Z8
-	VADDPS     Z8, Z7, Z7
-	VSHUFF32X4 $0x01, Z7, Z7, Z8
-	VADDPS     Z8, Z7, Z7
-	VPERMILPS  $0x4e, Z7, Z8
-	VADDPS     Z8, Z7, Z7
-	VPERMILPS  $0xb1, Z7, Z8
-	VADDPS     Z8, Z7, Z7
+	VSHUFF64X2 $0xee, Z8, Z8, Z9
+	VADDPS     Z9, Z8, Z8
+	VSHUFF32X4 $0x01, Z8, Z8, Z9
+	VADDPS     Z9, Z8, Z8
+	VPERMILPS  $0x4e, Z8, Z9
+	VADDPS     Z9, Z8, Z8
+	VPERMILPS  $0xb1, Z8, Z9
+	VADDPS     Z9, Z8, Z8
 
 	// t = ss/d + eps; rows with t outside [2^-100, MaxFloat32] take the float64 path.
-	CMPL   380(SP), $0x00
-	JE     divide7
-	VMULSS 380(SP), X7, X7
-	JMP    divided8
+	CMPL   444(SP), $0x00
+	JE     divide9
+	VMULSS 444(SP), X8, X8
+	JMP    divided10
 
-divide7:
-	VDIVSS 376(SP), X7, X7
+divide9:
+	VDIVSS 440(SP), X8, X8
 
-divided8:
-	VADDSS   job_eps+0(AX), X7, X7
-	VUCOMISS tlo<>+0(SB), X7
+divided10:
+	VADDSS   job_eps+0(AX), X8, X8
+	VUCOMISS tlo<>+0(SB), X8
 	JCS      ret
-	VUCOMISS tmax<>+0(SB), X7
+	VUCOMISS tmax<>+0(SB), X8
 	JHI      ret
-	VSQRTSS  X7, X7, X7
+	VSQRTSS  X8, X8, X8
 	VMOVSS   one<>+0(SB), X13
-	VDIVSS   X7, X13, X13
+	VDIVSS   X8, X13, X13
 
 	// Report 1/rms if asked.
 	MOVQ   job_inv+0(AX), R8
 	TESTQ  R8, R8
 	JZ     reportmean
-	MOVQ   320(SP), R9
+	MOVQ   384(SP), R9
 	VMOVSS X13, (R8)(R9*4)
 
 reportmean:
@@ -8257,19 +8491,95 @@ reportmean:
 	MOVQ   job_mean+0(AX), R8
 	TESTQ  R8, R8
 	JZ     scale
-	MOVQ   320(SP), R9
-	VMOVSS X11, (R8)(R9*4)
+	MOVQ   384(SP), R9
+	VMOVSS X7, (R8)(R9*4)
+	JMP    scale
+
+invgroup:
+	// The rest of the halving tree, four rows at once.
+	VMOVUPS       (SP), Z8
+	VMOVUPS       64(SP), Z9
+	VMOVUPS       128(SP), Z10
+	VMOVUPS       192(SP), Z11
+	VSHUFF64X2    $0x44, Z9, Z8, Z12
+	VSHUFF64X2    $0xee, Z9, Z8, Z8
+	VADDPS        Z8, Z12, Z12
+	VSHUFF64X2    $0x44, Z11, Z10, Z8
+	VSHUFF64X2    $0xee, Z11, Z10, Z9
+	VADDPS        Z9, Z8, Z8
+	VSHUFF32X4    $0x88, Z8, Z12, Z9
+	VSHUFF32X4    $0xdd, Z8, Z12, Z8
+	VADDPS        Z8, Z9, Z9
+	VPERMILPS     $0x4e, Z9, Z8
+	VADDPS        Z8, Z9, Z9
+	VPERMILPS     $0xb1, Z9, Z8
+	VADDPS        Z8, Z9, Z9
+	MOVL          $0x00001111, R8
+	KMOVW         R8, K1
+	VCOMPRESSPS.Z Z9, K1, Z8
+
+	// t = ss/d + eps for the four rows; any t outside [2^-100, MaxFloat32] sends the group to the one-row path.
+	CMPL         444(SP), $0x00
+	JE           divide11
+	VBROADCASTSS 444(SP), Z9
+	VMULPS       Z9, Z8, Z8
+	JMP          divided12
+
+divide11:
+	VBROADCASTSS 440(SP), Z9
+	VDIVPS       Z9, Z8, Z8
+
+divided12:
+	VBROADCASTSS job_eps+0(AX), Z9
+	VADDPS       Z9, Z8, Z8
+	MOVL         $0x0000000f, R8
+	KMOVW        R8, K1
+	VBROADCASTSS tlo<>+0(SB), Z9
+	VBROADCASTSS tmax<>+0(SB), Z10
+	VCMPPS       $0x1d, Z9, Z8, K1, K1
+	VCMPPS       $0x12, Z10, Z8, K1, K1
+	KMOVW        K1, R8
+	CMPL         R8, $0x0f
+	JE           ginrange
+	MOVQ         $0x00000004, 400(SP)
+	JMP          row
+
+ginrange:
+	VSQRTPS      Z8, Z8
+	VBROADCASTSS one<>+0(SB), Z13
+	VDIVPS       Z8, Z13, Z13
+
+	// Report 1/rms if asked.
+	MOVQ    job_inv+0(AX), R8
+	TESTQ   R8, R8
+	JZ      reportmeans
+	MOVQ    384(SP), R9
+	MOVL    $0x0000000f, R10
+	KMOVW   R10, K1
+	VMOVUPS Z13, K1, (R8)(R9*4)
+
+reportmeans:
+	// Report the mean if asked.
+	MOVQ    job_mean+0(AX), R8
+	TESTQ   R8, R8
+	JZ      scale
+	MOVQ    384(SP), R9
+	VMOVUPS 320(SP), Z8
+	MOVL    $0x0000000f, R10
+	KMOVW   R10, K1
+	VMOVUPS Z8, K1, (R8)(R9*4)
 
 scale:
-	VBROADCASTSS X13, Z7
-	MOVQ         $0x00000000, 352(SP)
-	CMPQ         344(SP), $0x01
+	VBROADCASTSS X13, Z8
+	MOVQ         $0x00000000, 416(SP)
+	CMPQ         408(SP), $0x01
 	JE           scalebody
 	VMOVUPS      Z13, 256(SP)
 
 scalerow:
-	MOVQ         352(SP), R8
-	VBROADCASTSS 256(SP)(R8*4), Z7
+	MOVQ         416(SP), R8
+	VBROADCASTSS 256(SP)(R8*4), Z8
+	VBROADCASTSS 320(SP)(R8*4), Z7
 
 scalebody:
 	// y = (src*inv)*w, rounded after each multiply.
@@ -8278,10 +8588,10 @@ scalebody:
 	SUBQ $0x00000040, R9
 	MOVQ DI, R10
 	CMPQ job_d+0(AX), $0x00000200
-	JA   longrows9
+	JA   longrows13
 	SHLQ $0x03, R10
 
-longrows9:
+longrows13:
 	ADDQ  DX, R10
 	MOVL  job_flags+0(AX), R11
 	TESTL $0x00000001, R11
@@ -8296,140 +8606,28 @@ scaleloop:
 	CMPQ  R8, R9
 	JG    scaletail
 	TESTL $0x00000002, R11
-	JNZ   scalelooppf10
+	JNZ   scalelooppf14
 
-scaleloopbody11:
-	VPMOVZXWD   (DX)(R8*2), Z8
-	VPSLLD      $0x10, Z8, Z8
-	VSUBPS      Z11, Z8, Z8
-	VMULPS      Z7, Z8, Z8
-	VPMOVZXWD   32(DX)(R8*2), Z9
+scaleloopbody15:
+	VPMOVZXWD   (DX)(R8*2), Z9
 	VPSLLD      $0x10, Z9, Z9
-	VSUBPS      Z11, Z9, Z9
-	VMULPS      Z7, Z9, Z9
-	VPMOVZXWD   64(DX)(R8*2), Z10
+	VSUBPS      Z7, Z9, Z9
+	VMULPS      Z8, Z9, Z9
+	VPMOVZXWD   32(DX)(R8*2), Z10
 	VPSLLD      $0x10, Z10, Z10
-	VSUBPS      Z11, Z10, Z10
-	VMULPS      Z7, Z10, Z10
+	VSUBPS      Z7, Z10, Z10
+	VMULPS      Z8, Z10, Z10
+	VPMOVZXWD   64(DX)(R8*2), Z11
+	VPSLLD      $0x10, Z11, Z11
+	VSUBPS      Z7, Z11, Z11
+	VMULPS      Z8, Z11, Z11
 	VPMOVZXWD   96(DX)(R8*2), Z12
 	VPSLLD      $0x10, Z12, Z12
-	VSUBPS      Z11, Z12, Z12
-	VMULPS      Z7, Z12, Z12
-	TESTL       $0x00000008, job_flags+0(AX)
-	JZ          notrn12
-	VMOVDQA64   Z3, Z14
-	VFIXUPIMMPS $0x00, Z4, Z8, Z14
-	VPSRLD      $0x10, Z14, Z8
-	VPANDD      Z0, Z8, Z8
-	VPADDD      Z1, Z8, Z8
-	VPADDD      Z14, Z8, Z8
-	VPANDD      Z2, Z8, Z8
-	VMOVDQA64   Z3, Z14
-	VFIXUPIMMPS $0x00, Z4, Z9, Z14
-	VPSRLD      $0x10, Z14, Z9
-	VPANDD      Z0, Z9, Z9
-	VPADDD      Z1, Z9, Z9
-	VPADDD      Z14, Z9, Z9
-	VPANDD      Z2, Z9, Z9
-	VMOVDQA64   Z3, Z14
-	VFIXUPIMMPS $0x00, Z4, Z10, Z14
-	VPSRLD      $0x10, Z14, Z10
-	VPANDD      Z0, Z10, Z10
-	VPADDD      Z1, Z10, Z10
-	VPADDD      Z14, Z10, Z10
-	VPANDD      Z2, Z10, Z10
-	VMOVDQA64   Z3, Z14
-	VFIXUPIMMPS $0x00, Z4, Z12, Z14
-	VPSRLD      $0x10, Z14, Z12
-	VPANDD      Z0, Z12, Z12
-	VPADDD      Z1, Z12, Z12
-	VPADDD      Z14, Z12, Z12
-	VPANDD      Z2, Z12, Z12
-
-notrn12:
-	VMULPS (SI)(R8*4), Z8, Z8
-	VMULPS 64(SI)(R8*4), Z9, Z9
-	VMULPS 128(SI)(R8*4), Z10, Z10
-	VMULPS 192(SI)(R8*4), Z12, Z12
-	MOVQ   job_bias+0(AX), R12
-	TESTQ  R12, R12
-	JZ     nobias13
-	VADDPS (R12)(R8*4), Z8, Z8
-	VADDPS 64(R12)(R8*4), Z9, Z9
-	VADDPS 128(R12)(R8*4), Z10, Z10
-	VADDPS 192(R12)(R8*4), Z12, Z12
-
-nobias13:
-	VMOVDQA64   Z3, Z14
-	VFIXUPIMMPS $0x00, Z4, Z8, Z14
-	VPSRLD      $0x10, Z14, Z8
-	VPANDD      Z0, Z8, Z8
-	VPADDD      Z1, Z8, Z8
-	VPADDD      Z14, Z8, Z8
-	VMOVDQA64   Z3, Z14
-	VFIXUPIMMPS $0x00, Z4, Z9, Z14
-	VPSRLD      $0x10, Z14, Z9
-	VPANDD      Z0, Z9, Z9
-	VPADDD      Z1, Z9, Z9
-	VPADDD      Z14, Z9, Z9
-	VPERMT2W    Z9, Z5, Z8
-	VMOVDQU64   Z8, (CX)(R8*2)
-	VMOVDQA64   Z3, Z8
-	VFIXUPIMMPS $0x00, Z4, Z10, Z8
-	VPSRLD      $0x10, Z8, Z9
-	VPANDD      Z0, Z9, Z9
-	VPADDD      Z1, Z9, Z9
-	VPADDD      Z8, Z9, Z9
-	VMOVDQA64   Z3, Z8
-	VFIXUPIMMPS $0x00, Z4, Z12, Z8
-	VPSRLD      $0x10, Z8, Z10
-	VPANDD      Z0, Z10, Z10
-	VPADDD      Z1, Z10, Z10
-	VPADDD      Z8, Z10, Z10
-	VPERMT2W    Z10, Z5, Z9
-	VMOVDQU64   Z9, 64(CX)(R8*2)
-	ADDQ        $0x00000040, R8
-	JMP         scaleloop
-
-scalelooppf10:
-	PREFETCHT0 (R10)(R8*2)
-	PREFETCHT0 64(R10)(R8*2)
-	JMP        scaleloopbody11
-
-	PCALIGN $32
-scaleloopoffset:
-	CMPQ  R8, R9
-	JG    scaletail
-	TESTL $0x00000002, R11
-	JNZ   scaleloopoffsetpf14
-
-scaleloopoffsetbody15:
-	VPMOVZXWD   (DX)(R8*2), Z8
-	VPSLLD      $0x10, Z8, Z8
-	VSUBPS      Z11, Z8, Z8
-	VMULPS      Z7, Z8, Z8
-	VPMOVZXWD   32(DX)(R8*2), Z9
-	VPSLLD      $0x10, Z9, Z9
-	VSUBPS      Z11, Z9, Z9
-	VMULPS      Z7, Z9, Z9
-	VPMOVZXWD   64(DX)(R8*2), Z10
-	VPSLLD      $0x10, Z10, Z10
-	VSUBPS      Z11, Z10, Z10
-	VMULPS      Z7, Z10, Z10
-	VPMOVZXWD   96(DX)(R8*2), Z12
-	VPSLLD      $0x10, Z12, Z12
-	VSUBPS      Z11, Z12, Z12
-	VMULPS      Z7, Z12, Z12
+	VSUBPS      Z7, Z12, Z12
+	VMULPS      Z8, Z12, Z12
 	TESTL       $0x00000008, job_flags+0(AX)
 	JZ          notrn16
 	VMOVDQA64   Z3, Z14
-	VFIXUPIMMPS $0x00, Z4, Z8, Z14
-	VPSRLD      $0x10, Z14, Z8
-	VPANDD      Z0, Z8, Z8
-	VPADDD      Z1, Z8, Z8
-	VPADDD      Z14, Z8, Z8
-	VPANDD      Z2, Z8, Z8
-	VMOVDQA64   Z3, Z14
 	VFIXUPIMMPS $0x00, Z4, Z9, Z14
 	VPSRLD      $0x10, Z14, Z9
 	VPANDD      Z0, Z9, Z9
@@ -8443,6 +8641,13 @@ scaleloopoffsetbody15:
 	VPADDD      Z1, Z10, Z10
 	VPADDD      Z14, Z10, Z10
 	VPANDD      Z2, Z10, Z10
+	VMOVDQA64   Z3, Z14
+	VFIXUPIMMPS $0x00, Z4, Z11, Z14
+	VPSRLD      $0x10, Z14, Z11
+	VPANDD      Z0, Z11, Z11
+	VPADDD      Z1, Z11, Z11
+	VPADDD      Z14, Z11, Z11
+	VPANDD      Z2, Z11, Z11
 	VMOVDQA64   Z3, Z14
 	VFIXUPIMMPS $0x00, Z4, Z12, Z14
 	VPSRLD      $0x10, Z14, Z12
@@ -8452,131 +8657,236 @@ scaleloopoffsetbody15:
 	VPANDD      Z2, Z12, Z12
 
 notrn16:
-	VMOVUPS (SI)(R8*4), Z14
-	VADDPS  Z6, Z14, Z14
-	VMULPS  Z14, Z8, Z8
-	VMOVUPS 64(SI)(R8*4), Z14
-	VADDPS  Z6, Z14, Z14
-	VMULPS  Z14, Z9, Z9
-	VMOVUPS 128(SI)(R8*4), Z14
-	VADDPS  Z6, Z14, Z14
-	VMULPS  Z14, Z10, Z10
-	VMOVUPS 192(SI)(R8*4), Z14
-	VADDPS  Z6, Z14, Z14
-	VMULPS  Z14, Z12, Z12
-	MOVQ    job_bias+0(AX), R12
-	TESTQ   R12, R12
-	JZ      nobias17
-	VADDPS  (R12)(R8*4), Z8, Z8
-	VADDPS  64(R12)(R8*4), Z9, Z9
-	VADDPS  128(R12)(R8*4), Z10, Z10
-	VADDPS  192(R12)(R8*4), Z12, Z12
+	VMULPS (SI)(R8*4), Z9, Z9
+	VMULPS 64(SI)(R8*4), Z10, Z10
+	VMULPS 128(SI)(R8*4), Z11, Z11
+	VMULPS 192(SI)(R8*4), Z12, Z12
+	MOVQ   job_bias+0(AX), R12
+	TESTQ  R12, R12
+	JZ     nobias17
+	VADDPS (R12)(R8*4), Z9, Z9
+	VADDPS 64(R12)(R8*4), Z10, Z10
+	VADDPS 128(R12)(R8*4), Z11, Z11
+	VADDPS 192(R12)(R8*4), Z12, Z12
 
 nobias17:
-	VMOVDQA64   Z3, Z14
-	VFIXUPIMMPS $0x00, Z4, Z8, Z14
-	VPSRLD      $0x10, Z14, Z8
-	VPANDD      Z0, Z8, Z8
-	VPADDD      Z1, Z8, Z8
-	VPADDD      Z14, Z8, Z8
 	VMOVDQA64   Z3, Z14
 	VFIXUPIMMPS $0x00, Z4, Z9, Z14
 	VPSRLD      $0x10, Z14, Z9
 	VPANDD      Z0, Z9, Z9
 	VPADDD      Z1, Z9, Z9
 	VPADDD      Z14, Z9, Z9
-	VPERMT2W    Z9, Z5, Z8
-	VMOVDQU64   Z8, (CX)(R8*2)
-	VMOVDQA64   Z3, Z8
-	VFIXUPIMMPS $0x00, Z4, Z10, Z8
-	VPSRLD      $0x10, Z8, Z9
-	VPANDD      Z0, Z9, Z9
-	VPADDD      Z1, Z9, Z9
-	VPADDD      Z8, Z9, Z9
-	VMOVDQA64   Z3, Z8
-	VFIXUPIMMPS $0x00, Z4, Z12, Z8
-	VPSRLD      $0x10, Z8, Z10
+	VMOVDQA64   Z3, Z14
+	VFIXUPIMMPS $0x00, Z4, Z10, Z14
+	VPSRLD      $0x10, Z14, Z10
 	VPANDD      Z0, Z10, Z10
 	VPADDD      Z1, Z10, Z10
-	VPADDD      Z8, Z10, Z10
+	VPADDD      Z14, Z10, Z10
 	VPERMT2W    Z10, Z5, Z9
-	VMOVDQU64   Z9, 64(CX)(R8*2)
+	VMOVDQU64   Z9, (CX)(R8*2)
+	VMOVDQA64   Z3, Z9
+	VFIXUPIMMPS $0x00, Z4, Z11, Z9
+	VPSRLD      $0x10, Z9, Z10
+	VPANDD      Z0, Z10, Z10
+	VPADDD      Z1, Z10, Z10
+	VPADDD      Z9, Z10, Z10
+	VMOVDQA64   Z3, Z9
+	VFIXUPIMMPS $0x00, Z4, Z12, Z9
+	VPSRLD      $0x10, Z9, Z11
+	VPANDD      Z0, Z11, Z11
+	VPADDD      Z1, Z11, Z11
+	VPADDD      Z9, Z11, Z11
+	VPERMT2W    Z11, Z5, Z10
+	VMOVDQU64   Z10, 64(CX)(R8*2)
+	ADDQ        $0x00000040, R8
+	JMP         scaleloop
+
+scalelooppf14:
+	PREFETCHT0 (R10)(R8*2)
+	PREFETCHT0 64(R10)(R8*2)
+	JMP        scaleloopbody15
+
+	PCALIGN $32
+scaleloopoffset:
+	CMPQ  R8, R9
+	JG    scaletail
+	TESTL $0x00000002, R11
+	JNZ   scaleloopoffsetpf18
+
+scaleloopoffsetbody19:
+	VPMOVZXWD   (DX)(R8*2), Z9
+	VPSLLD      $0x10, Z9, Z9
+	VSUBPS      Z7, Z9, Z9
+	VMULPS      Z8, Z9, Z9
+	VPMOVZXWD   32(DX)(R8*2), Z10
+	VPSLLD      $0x10, Z10, Z10
+	VSUBPS      Z7, Z10, Z10
+	VMULPS      Z8, Z10, Z10
+	VPMOVZXWD   64(DX)(R8*2), Z11
+	VPSLLD      $0x10, Z11, Z11
+	VSUBPS      Z7, Z11, Z11
+	VMULPS      Z8, Z11, Z11
+	VPMOVZXWD   96(DX)(R8*2), Z12
+	VPSLLD      $0x10, Z12, Z12
+	VSUBPS      Z7, Z12, Z12
+	VMULPS      Z8, Z12, Z12
+	TESTL       $0x00000008, job_flags+0(AX)
+	JZ          notrn20
+	VMOVDQA64   Z3, Z14
+	VFIXUPIMMPS $0x00, Z4, Z9, Z14
+	VPSRLD      $0x10, Z14, Z9
+	VPANDD      Z0, Z9, Z9
+	VPADDD      Z1, Z9, Z9
+	VPADDD      Z14, Z9, Z9
+	VPANDD      Z2, Z9, Z9
+	VMOVDQA64   Z3, Z14
+	VFIXUPIMMPS $0x00, Z4, Z10, Z14
+	VPSRLD      $0x10, Z14, Z10
+	VPANDD      Z0, Z10, Z10
+	VPADDD      Z1, Z10, Z10
+	VPADDD      Z14, Z10, Z10
+	VPANDD      Z2, Z10, Z10
+	VMOVDQA64   Z3, Z14
+	VFIXUPIMMPS $0x00, Z4, Z11, Z14
+	VPSRLD      $0x10, Z14, Z11
+	VPANDD      Z0, Z11, Z11
+	VPADDD      Z1, Z11, Z11
+	VPADDD      Z14, Z11, Z11
+	VPANDD      Z2, Z11, Z11
+	VMOVDQA64   Z3, Z14
+	VFIXUPIMMPS $0x00, Z4, Z12, Z14
+	VPSRLD      $0x10, Z14, Z12
+	VPANDD      Z0, Z12, Z12
+	VPADDD      Z1, Z12, Z12
+	VPADDD      Z14, Z12, Z12
+	VPANDD      Z2, Z12, Z12
+
+notrn20:
+	VMOVUPS (SI)(R8*4), Z14
+	VADDPS  Z6, Z14, Z14
+	VMULPS  Z14, Z9, Z9
+	VMOVUPS 64(SI)(R8*4), Z14
+	VADDPS  Z6, Z14, Z14
+	VMULPS  Z14, Z10, Z10
+	VMOVUPS 128(SI)(R8*4), Z14
+	VADDPS  Z6, Z14, Z14
+	VMULPS  Z14, Z11, Z11
+	VMOVUPS 192(SI)(R8*4), Z14
+	VADDPS  Z6, Z14, Z14
+	VMULPS  Z14, Z12, Z12
+	MOVQ    job_bias+0(AX), R12
+	TESTQ   R12, R12
+	JZ      nobias21
+	VADDPS  (R12)(R8*4), Z9, Z9
+	VADDPS  64(R12)(R8*4), Z10, Z10
+	VADDPS  128(R12)(R8*4), Z11, Z11
+	VADDPS  192(R12)(R8*4), Z12, Z12
+
+nobias21:
+	VMOVDQA64   Z3, Z14
+	VFIXUPIMMPS $0x00, Z4, Z9, Z14
+	VPSRLD      $0x10, Z14, Z9
+	VPANDD      Z0, Z9, Z9
+	VPADDD      Z1, Z9, Z9
+	VPADDD      Z14, Z9, Z9
+	VMOVDQA64   Z3, Z14
+	VFIXUPIMMPS $0x00, Z4, Z10, Z14
+	VPSRLD      $0x10, Z14, Z10
+	VPANDD      Z0, Z10, Z10
+	VPADDD      Z1, Z10, Z10
+	VPADDD      Z14, Z10, Z10
+	VPERMT2W    Z10, Z5, Z9
+	VMOVDQU64   Z9, (CX)(R8*2)
+	VMOVDQA64   Z3, Z9
+	VFIXUPIMMPS $0x00, Z4, Z11, Z9
+	VPSRLD      $0x10, Z9, Z10
+	VPANDD      Z0, Z10, Z10
+	VPADDD      Z1, Z10, Z10
+	VPADDD      Z9, Z10, Z10
+	VMOVDQA64   Z3, Z9
+	VFIXUPIMMPS $0x00, Z4, Z12, Z9
+	VPSRLD      $0x10, Z9, Z11
+	VPANDD      Z0, Z11, Z11
+	VPADDD      Z1, Z11, Z11
+	VPADDD      Z9, Z11, Z11
+	VPERMT2W    Z11, Z5, Z10
+	VMOVDQU64   Z10, 64(CX)(R8*2)
 	ADDQ        $0x00000040, R8
 	JMP         scaleloopoffset
 
-scaleloopoffsetpf14:
+scaleloopoffsetpf18:
 	PREFETCHT0 (R10)(R8*2)
 	PREFETCHT0 64(R10)(R8*2)
-	JMP        scaleloopoffsetbody15
+	JMP        scaleloopoffsetbody19
 
 	PCALIGN $32
 scaleloopnoweight:
 	CMPQ  R8, R9
 	JG    scaletail
 	TESTL $0x00000002, R11
-	JNZ   scaleloopnoweightpf18
+	JNZ   scaleloopnoweightpf22
 
-scaleloopnoweightbody19:
-	VPMOVZXWD (DX)(R8*2), Z8
-	VPSLLD    $0x10, Z8, Z8
-	VSUBPS    Z11, Z8, Z8
-	VMULPS    Z7, Z8, Z8
-	VPMOVZXWD 32(DX)(R8*2), Z9
+scaleloopnoweightbody23:
+	VPMOVZXWD (DX)(R8*2), Z9
 	VPSLLD    $0x10, Z9, Z9
-	VSUBPS    Z11, Z9, Z9
-	VMULPS    Z7, Z9, Z9
-	VPMOVZXWD 64(DX)(R8*2), Z10
+	VSUBPS    Z7, Z9, Z9
+	VMULPS    Z8, Z9, Z9
+	VPMOVZXWD 32(DX)(R8*2), Z10
 	VPSLLD    $0x10, Z10, Z10
-	VSUBPS    Z11, Z10, Z10
-	VMULPS    Z7, Z10, Z10
+	VSUBPS    Z7, Z10, Z10
+	VMULPS    Z8, Z10, Z10
+	VPMOVZXWD 64(DX)(R8*2), Z11
+	VPSLLD    $0x10, Z11, Z11
+	VSUBPS    Z7, Z11, Z11
+	VMULPS    Z8, Z11, Z11
 	VPMOVZXWD 96(DX)(R8*2), Z12
 	VPSLLD    $0x10, Z12, Z12
-	VSUBPS    Z11, Z12, Z12
-	VMULPS    Z7, Z12, Z12
+	VSUBPS    Z7, Z12, Z12
+	VMULPS    Z8, Z12, Z12
 	MOVQ      job_bias+0(AX), R12
 	TESTQ     R12, R12
-	JZ        nobias20
-	VADDPS    (R12)(R8*4), Z8, Z8
-	VADDPS    64(R12)(R8*4), Z9, Z9
-	VADDPS    128(R12)(R8*4), Z10, Z10
+	JZ        nobias24
+	VADDPS    (R12)(R8*4), Z9, Z9
+	VADDPS    64(R12)(R8*4), Z10, Z10
+	VADDPS    128(R12)(R8*4), Z11, Z11
 	VADDPS    192(R12)(R8*4), Z12, Z12
 
-nobias20:
-	VMOVDQA64   Z3, Z14
-	VFIXUPIMMPS $0x00, Z4, Z8, Z14
-	VPSRLD      $0x10, Z14, Z8
-	VPANDD      Z0, Z8, Z8
-	VPADDD      Z1, Z8, Z8
-	VPADDD      Z14, Z8, Z8
+nobias24:
 	VMOVDQA64   Z3, Z14
 	VFIXUPIMMPS $0x00, Z4, Z9, Z14
 	VPSRLD      $0x10, Z14, Z9
 	VPANDD      Z0, Z9, Z9
 	VPADDD      Z1, Z9, Z9
 	VPADDD      Z14, Z9, Z9
-	VPERMT2W    Z9, Z5, Z8
-	VMOVDQU64   Z8, (CX)(R8*2)
-	VMOVDQA64   Z3, Z8
-	VFIXUPIMMPS $0x00, Z4, Z10, Z8
-	VPSRLD      $0x10, Z8, Z9
-	VPANDD      Z0, Z9, Z9
-	VPADDD      Z1, Z9, Z9
-	VPADDD      Z8, Z9, Z9
-	VMOVDQA64   Z3, Z8
-	VFIXUPIMMPS $0x00, Z4, Z12, Z8
-	VPSRLD      $0x10, Z8, Z10
+	VMOVDQA64   Z3, Z14
+	VFIXUPIMMPS $0x00, Z4, Z10, Z14
+	VPSRLD      $0x10, Z14, Z10
 	VPANDD      Z0, Z10, Z10
 	VPADDD      Z1, Z10, Z10
-	VPADDD      Z8, Z10, Z10
+	VPADDD      Z14, Z10, Z10
 	VPERMT2W    Z10, Z5, Z9
-	VMOVDQU64   Z9, 64(CX)(R8*2)
+	VMOVDQU64   Z9, (CX)(R8*2)
+	VMOVDQA64   Z3, Z9
+	VFIXUPIMMPS $0x00, Z4, Z11, Z9
+	VPSRLD      $0x10, Z9, Z10
+	VPANDD      Z0, Z10, Z10
+	VPADDD      Z1, Z10, Z10
+	VPADDD      Z9, Z10, Z10
+	VMOVDQA64   Z3, Z9
+	VFIXUPIMMPS $0x00, Z4, Z12, Z9
+	VPSRLD      $0x10, Z9, Z11
+	VPANDD      Z0, Z11, Z11
+	VPADDD      Z1, Z11, Z11
+	VPADDD      Z9, Z11, Z11
+	VPERMT2W    Z11, Z5, Z10
+	VMOVDQU64   Z10, 64(CX)(R8*2)
 	ADDQ        $0x00000040, R8
 	JMP         scaleloopnoweight
 
-scaleloopnoweightpf18:
+scaleloopnoweightpf22:
 	PREFETCHT0 (R10)(R8*2)
 	PREFETCHT0 64(R10)(R8*2)
-	JMP        scaleloopnoweightbody19
+	JMP        scaleloopnoweightbody23
 
 scalent:
 	// Ordinary stores up to the first vector-aligned element of dst, then non-temporal ones.
@@ -8592,42 +8902,42 @@ scalent:
 scalehead:
 	CMPQ        R10, $0x00000010
 	JB          scaleheadpart
-	VPMOVZXWD   (DX)(R8*2), Z8
-	VPSLLD      $0x10, Z8, Z8
-	VSUBPS      Z11, Z8, Z8
-	VMULPS      Z7, Z8, Z8
+	VPMOVZXWD   (DX)(R8*2), Z9
+	VPSLLD      $0x10, Z9, Z9
+	VSUBPS      Z7, Z9, Z9
+	VMULPS      Z8, Z9, Z9
 	TESTL       $0x00000008, job_flags+0(AX)
-	JZ          notrn21
-	VMOVDQA64   Z3, Z9
-	VFIXUPIMMPS $0x00, Z4, Z8, Z9
-	VPSRLD      $0x10, Z9, Z8
-	VPANDD      Z0, Z8, Z8
-	VPADDD      Z1, Z8, Z8
-	VPADDD      Z9, Z8, Z8
-	VPANDD      Z2, Z8, Z8
+	JZ          notrn25
+	VMOVDQA64   Z3, Z10
+	VFIXUPIMMPS $0x00, Z4, Z9, Z10
+	VPSRLD      $0x10, Z10, Z9
+	VPANDD      Z0, Z9, Z9
+	VPADDD      Z1, Z9, Z9
+	VPADDD      Z10, Z9, Z9
+	VPANDD      Z2, Z9, Z9
 
-notrn21:
+notrn25:
 	TESTQ   SI, SI
-	JZ      noweight22
-	VMOVUPS (SI)(R8*4), Z9
-	VADDPS  Z6, Z9, Z9
-	VMULPS  Z9, Z8, Z8
+	JZ      noweight26
+	VMOVUPS (SI)(R8*4), Z10
+	VADDPS  Z6, Z10, Z10
+	VMULPS  Z10, Z9, Z9
 
-noweight22:
+noweight26:
 	MOVQ   job_bias+0(AX), R11
 	TESTQ  R11, R11
-	JZ     nobias23
-	VADDPS (R11)(R8*4), Z8, Z8
+	JZ     nobias27
+	VADDPS (R11)(R8*4), Z9, Z9
 
-nobias23:
-	VMOVDQA64   Z3, Z9
-	VFIXUPIMMPS $0x00, Z4, Z8, Z9
-	VPSRLD      $0x10, Z9, Z8
-	VPANDD      Z0, Z8, Z8
-	VPADDD      Z1, Z8, Z8
-	VPADDD      Z9, Z8, Z8
-	VPSRLD      $0x10, Z8, Z8
-	VPMOVDW     Z8, (CX)(R8*2)
+nobias27:
+	VMOVDQA64   Z3, Z10
+	VFIXUPIMMPS $0x00, Z4, Z9, Z10
+	VPSRLD      $0x10, Z10, Z9
+	VPANDD      Z0, Z9, Z9
+	VPADDD      Z1, Z9, Z9
+	VPADDD      Z10, Z9, Z9
+	VPSRLD      $0x10, Z9, Z9
+	VPMOVDW     Z9, (CX)(R8*2)
 	ADDQ        $0x00000010, R8
 	SUBQ        $0x00000010, R10
 	JZ          scalentgo
@@ -8638,10 +8948,10 @@ scaleheadpart:
 scalentgo:
 	MOVQ DI, R10
 	CMPQ job_d+0(AX), $0x00000200
-	JA   longrows24
+	JA   longrows28
 	SHLQ $0x03, R10
 
-longrows24:
+longrows28:
 	ADDQ DX, R10
 	MOVL job_flags+0(AX), R11
 
@@ -8651,31 +8961,24 @@ scalentloop:
 	JG          scaletail
 	PREFETCHT0  (R10)(R8*2)
 	PREFETCHT0  64(R10)(R8*2)
-	VPMOVZXWD   (DX)(R8*2), Z8
-	VPSLLD      $0x10, Z8, Z8
-	VSUBPS      Z11, Z8, Z8
-	VMULPS      Z7, Z8, Z8
-	VPMOVZXWD   32(DX)(R8*2), Z9
+	VPMOVZXWD   (DX)(R8*2), Z9
 	VPSLLD      $0x10, Z9, Z9
-	VSUBPS      Z11, Z9, Z9
-	VMULPS      Z7, Z9, Z9
-	VPMOVZXWD   64(DX)(R8*2), Z10
+	VSUBPS      Z7, Z9, Z9
+	VMULPS      Z8, Z9, Z9
+	VPMOVZXWD   32(DX)(R8*2), Z10
 	VPSLLD      $0x10, Z10, Z10
-	VSUBPS      Z11, Z10, Z10
-	VMULPS      Z7, Z10, Z10
+	VSUBPS      Z7, Z10, Z10
+	VMULPS      Z8, Z10, Z10
+	VPMOVZXWD   64(DX)(R8*2), Z11
+	VPSLLD      $0x10, Z11, Z11
+	VSUBPS      Z7, Z11, Z11
+	VMULPS      Z8, Z11, Z11
 	VPMOVZXWD   96(DX)(R8*2), Z12
 	VPSLLD      $0x10, Z12, Z12
-	VSUBPS      Z11, Z12, Z12
-	VMULPS      Z7, Z12, Z12
+	VSUBPS      Z7, Z12, Z12
+	VMULPS      Z8, Z12, Z12
 	TESTL       $0x00000008, job_flags+0(AX)
-	JZ          notrn25
-	VMOVDQA64   Z3, Z14
-	VFIXUPIMMPS $0x00, Z4, Z8, Z14
-	VPSRLD      $0x10, Z14, Z8
-	VPANDD      Z0, Z8, Z8
-	VPADDD      Z1, Z8, Z8
-	VPADDD      Z14, Z8, Z8
-	VPANDD      Z2, Z8, Z8
+	JZ          notrn29
 	VMOVDQA64   Z3, Z14
 	VFIXUPIMMPS $0x00, Z4, Z9, Z14
 	VPSRLD      $0x10, Z14, Z9
@@ -8691,6 +8994,13 @@ scalentloop:
 	VPADDD      Z14, Z10, Z10
 	VPANDD      Z2, Z10, Z10
 	VMOVDQA64   Z3, Z14
+	VFIXUPIMMPS $0x00, Z4, Z11, Z14
+	VPSRLD      $0x10, Z14, Z11
+	VPANDD      Z0, Z11, Z11
+	VPADDD      Z1, Z11, Z11
+	VPADDD      Z14, Z11, Z11
+	VPANDD      Z2, Z11, Z11
+	VMOVDQA64   Z3, Z14
 	VFIXUPIMMPS $0x00, Z4, Z12, Z14
 	VPSRLD      $0x10, Z14, Z12
 	VPANDD      Z0, Z12, Z12
@@ -8698,71 +9008,71 @@ scalentloop:
 	VPADDD      Z14, Z12, Z12
 	VPANDD      Z2, Z12, Z12
 
-notrn25:
+notrn29:
 	TESTQ  SI, SI
-	JZ     weighed27
+	JZ     weighed31
 	TESTL  $0x00000010, R11
-	JNZ    offset26
-	VMULPS (SI)(R8*4), Z8, Z8
-	VMULPS 64(SI)(R8*4), Z9, Z9
-	VMULPS 128(SI)(R8*4), Z10, Z10
+	JNZ    offset30
+	VMULPS (SI)(R8*4), Z9, Z9
+	VMULPS 64(SI)(R8*4), Z10, Z10
+	VMULPS 128(SI)(R8*4), Z11, Z11
 	VMULPS 192(SI)(R8*4), Z12, Z12
 
-weighed27:
+weighed31:
 	MOVQ   job_bias+0(AX), R12
 	TESTQ  R12, R12
-	JZ     nobias28
-	VADDPS (R12)(R8*4), Z8, Z8
-	VADDPS 64(R12)(R8*4), Z9, Z9
-	VADDPS 128(R12)(R8*4), Z10, Z10
+	JZ     nobias32
+	VADDPS (R12)(R8*4), Z9, Z9
+	VADDPS 64(R12)(R8*4), Z10, Z10
+	VADDPS 128(R12)(R8*4), Z11, Z11
 	VADDPS 192(R12)(R8*4), Z12, Z12
 
-nobias28:
-	VMOVDQA64   Z3, Z14
-	VFIXUPIMMPS $0x00, Z4, Z8, Z14
-	VPSRLD      $0x10, Z14, Z8
-	VPANDD      Z0, Z8, Z8
-	VPADDD      Z1, Z8, Z8
-	VPADDD      Z14, Z8, Z8
+nobias32:
 	VMOVDQA64   Z3, Z14
 	VFIXUPIMMPS $0x00, Z4, Z9, Z14
 	VPSRLD      $0x10, Z14, Z9
 	VPANDD      Z0, Z9, Z9
 	VPADDD      Z1, Z9, Z9
 	VPADDD      Z14, Z9, Z9
-	VPERMT2W    Z9, Z5, Z8
-	VMOVNTDQ    Z8, (CX)(R8*2)
-	VMOVDQA64   Z3, Z8
-	VFIXUPIMMPS $0x00, Z4, Z10, Z8
-	VPSRLD      $0x10, Z8, Z9
-	VPANDD      Z0, Z9, Z9
-	VPADDD      Z1, Z9, Z9
-	VPADDD      Z8, Z9, Z9
-	VMOVDQA64   Z3, Z8
-	VFIXUPIMMPS $0x00, Z4, Z12, Z8
-	VPSRLD      $0x10, Z8, Z10
+	VMOVDQA64   Z3, Z14
+	VFIXUPIMMPS $0x00, Z4, Z10, Z14
+	VPSRLD      $0x10, Z14, Z10
 	VPANDD      Z0, Z10, Z10
 	VPADDD      Z1, Z10, Z10
-	VPADDD      Z8, Z10, Z10
+	VPADDD      Z14, Z10, Z10
 	VPERMT2W    Z10, Z5, Z9
-	VMOVNTDQ    Z9, 64(CX)(R8*2)
+	VMOVNTDQ    Z9, (CX)(R8*2)
+	VMOVDQA64   Z3, Z9
+	VFIXUPIMMPS $0x00, Z4, Z11, Z9
+	VPSRLD      $0x10, Z9, Z10
+	VPANDD      Z0, Z10, Z10
+	VPADDD      Z1, Z10, Z10
+	VPADDD      Z9, Z10, Z10
+	VMOVDQA64   Z3, Z9
+	VFIXUPIMMPS $0x00, Z4, Z12, Z9
+	VPSRLD      $0x10, Z9, Z11
+	VPANDD      Z0, Z11, Z11
+	VPADDD      Z1, Z11, Z11
+	VPADDD      Z9, Z11, Z11
+	VPERMT2W    Z11, Z5, Z10
+	VMOVNTDQ    Z10, 64(CX)(R8*2)
 	ADDQ        $0x00000040, R8
 	JMP         scalentloop
 
-offset26:
+offset30:
 	VMOVUPS (SI)(R8*4), Z14
 	VADDPS  Z6, Z14, Z14
-	VMULPS  Z14, Z8, Z8
+	VMULPS  Z14, Z9, Z9
 	VMOVUPS 64(SI)(R8*4), Z14
 	VADDPS  Z6, Z14, Z14
-	VMULPS  Z14, Z9, Z9
+	VMULPS  Z14, Z10, Z10
 	VMOVUPS 128(SI)(R8*4), Z14
 	VADDPS  Z6, Z14, Z14
-	VMULPS  Z14, Z10, Z10
+	VMULPS  Z14, Z11, Z11
 	VMOVUPS 192(SI)(R8*4), Z14
 	VADDPS  Z6, Z14, Z14
 	VMULPS  Z14, Z12, Z12
-	JMP     weighed27
+	JMP     weighed31
 
 scaletail:
 	ADDQ $0x00000030, R9
@@ -8770,42 +9080,42 @@ scaletail:
 scaleone:
 	CMPQ        R8, R9
 	JG          scalepart
-	VPMOVZXWD   (DX)(R8*2), Z8
-	VPSLLD      $0x10, Z8, Z8
-	VSUBPS      Z11, Z8, Z8
-	VMULPS      Z7, Z8, Z8
+	VPMOVZXWD   (DX)(R8*2), Z9
+	VPSLLD      $0x10, Z9, Z9
+	VSUBPS      Z7, Z9, Z9
+	VMULPS      Z8, Z9, Z9
 	TESTL       $0x00000008, job_flags+0(AX)
-	JZ          notrn29
-	VMOVDQA64   Z3, Z9
-	VFIXUPIMMPS $0x00, Z4, Z8, Z9
-	VPSRLD      $0x10, Z9, Z8
-	VPANDD      Z0, Z8, Z8
-	VPADDD      Z1, Z8, Z8
-	VPADDD      Z9, Z8, Z8
-	VPANDD      Z2, Z8, Z8
+	JZ          notrn33
+	VMOVDQA64   Z3, Z10
+	VFIXUPIMMPS $0x00, Z4, Z9, Z10
+	VPSRLD      $0x10, Z10, Z9
+	VPANDD      Z0, Z9, Z9
+	VPADDD      Z1, Z9, Z9
+	VPADDD      Z10, Z9, Z9
+	VPANDD      Z2, Z9, Z9
 
-notrn29:
+notrn33:
 	TESTQ   SI, SI
-	JZ      noweight30
-	VMOVUPS (SI)(R8*4), Z9
-	VADDPS  Z6, Z9, Z9
-	VMULPS  Z9, Z8, Z8
+	JZ      noweight34
+	VMOVUPS (SI)(R8*4), Z10
+	VADDPS  Z6, Z10, Z10
+	VMULPS  Z10, Z9, Z9
 
-noweight30:
+noweight34:
 	MOVQ   job_bias+0(AX), R10
 	TESTQ  R10, R10
-	JZ     nobias31
-	VADDPS (R10)(R8*4), Z8, Z8
+	JZ     nobias35
+	VADDPS (R10)(R8*4), Z9, Z9
 
-nobias31:
-	VMOVDQA64   Z3, Z9
-	VFIXUPIMMPS $0x00, Z4, Z8, Z9
-	VPSRLD      $0x10, Z9, Z8
-	VPANDD      Z0, Z8, Z8
-	VPADDD      Z1, Z8, Z8
-	VPADDD      Z9, Z8, Z8
-	VPSRLD      $0x10, Z8, Z8
-	VPMOVDW     Z8, (CX)(R8*2)
+nobias35:
+	VMOVDQA64   Z3, Z10
+	VFIXUPIMMPS $0x00, Z4, Z9, Z10
+	VPSRLD      $0x10, Z10, Z9
+	VPANDD      Z0, Z9, Z9
+	VPADDD      Z1, Z9, Z9
+	VPADDD      Z10, Z9, Z9
+	VPSRLD      $0x10, Z9, Z9
+	VPMOVDW     Z9, (CX)(R8*2)
 	ADDQ        $0x00000010, R8
 	JMP         scaleone
 
@@ -8818,56 +9128,56 @@ scalepart:
 partout:
 	LEAQ        kmask<>+0(SB), R11
 	KMOVW       (R11)(R10*2), K1
-	VPMOVZXWD.Z (DX)(R8*2), K1, Z8
-	VPSLLD      $0x10, Z8, Z8
-	VSUBPS      Z11, Z8, Z8
-	VMULPS      Z8, Z7, Z8
+	VPMOVZXWD.Z (DX)(R8*2), K1, Z9
+	VPSLLD      $0x10, Z9, Z9
+	VSUBPS      Z7, Z9, Z9
+	VMULPS      Z9, Z8, Z9
 	TESTL       $0x00000008, job_flags+0(AX)
-	JZ          notrn32
-	VMOVDQA64   Z3, Z9
-	VFIXUPIMMPS $0x00, Z4, Z8, Z9
-	VPSRLD      $0x10, Z9, Z8
-	VPANDD      Z0, Z8, Z8
-	VPADDD      Z1, Z8, Z8
-	VPADDD      Z9, Z8, Z8
-	VPANDD      Z2, Z8, Z8
+	JZ          notrn36
+	VMOVDQA64   Z3, Z10
+	VFIXUPIMMPS $0x00, Z4, Z9, Z10
+	VPSRLD      $0x10, Z10, Z9
+	VPANDD      Z0, Z9, Z9
+	VPADDD      Z1, Z9, Z9
+	VPADDD      Z10, Z9, Z9
+	VPANDD      Z2, Z9, Z9
 
-notrn32:
+notrn36:
 	TESTQ     SI, SI
-	JZ        noweight33
-	VMOVUPS.Z (SI)(R8*4), K1, Z9
-	VADDPS    Z6, Z9, Z9
-	VMULPS    Z9, Z8, Z8
+	JZ        noweight37
+	VMOVUPS.Z (SI)(R8*4), K1, Z10
+	VADDPS    Z6, Z10, Z10
+	VMULPS    Z10, Z9, Z9
 
-noweight33:
+noweight37:
 	MOVQ      job_bias+0(AX), R11
 	TESTQ     R11, R11
-	JZ        nobias34
-	VMOVUPS.Z (R11)(R8*4), K1, Z9
-	VADDPS    Z9, Z8, Z8
+	JZ        nobias38
+	VMOVUPS.Z (R11)(R8*4), K1, Z10
+	VADDPS    Z10, Z9, Z9
 
-nobias34:
-	VMOVDQA64   Z3, Z9
-	VFIXUPIMMPS $0x00, Z4, Z8, Z9
-	VPSRLD      $0x10, Z9, Z8
-	VPANDD      Z0, Z8, Z8
-	VPADDD      Z1, Z8, Z8
-	VPADDD      Z9, Z8, Z8
-	VPSRLD      $0x10, Z8, Z8
-	VPMOVDW     Z8, K1, (CX)(R8*2)
+nobias38:
+	VMOVDQA64   Z3, Z10
+	VFIXUPIMMPS $0x00, Z4, Z9, Z10
+	VPSRLD      $0x10, Z10, Z9
+	VPANDD      Z0, Z9, Z9
+	VPADDD      Z1, Z9, Z9
+	VPADDD      Z10, Z9, Z9
+	VPSRLD      $0x10, Z9, Z9
+	VPMOVDW     Z9, K1, (CX)(R8*2)
 	ADDQ        R10, R8
 	CMPQ        R8, job_d+0(AX)
 	JB          scalentgo
 
 scaled:
 	ADDQ DI, DX
-	ADDQ 328(SP), CX
+	ADDQ 392(SP), CX
 	ADDQ DI, BX
-	INCQ 320(SP)
-	MOVQ 352(SP), R8
+	INCQ 384(SP)
+	MOVQ 416(SP), R8
 	INCQ R8
-	MOVQ R8, 352(SP)
-	CMPQ R8, 344(SP)
+	MOVQ R8, 416(SP)
+	CMPQ R8, 408(SP)
 	JB   scalerow
 	JMP  row
 
@@ -8878,13 +9188,13 @@ ret:
 
 vzero:
 	VZEROUPPER
-	MOVQ 320(SP), AX
+	MOVQ 384(SP), AX
 	MOVQ AX, ret+24(FP)
 	RET
 
 // func avx512ForwardLayerF16(j uintptr, from int, to int) int
 // Requires: AVX, AVX512F, MMX+
-TEXT ·avx512ForwardLayerF16(SB), NOSPLIT, $384-32
+TEXT ·avx512ForwardLayerF16(SB), NOSPLIT, $448-32
 	// avx512ForwardLayerF16 normalizes rows [from, to) of the job: LayerNorm on F16 rows: y = round16(((x-m)*inv)*w + b), round16(((x-m)*inv)*(1+w) + b) with flagOffset, or round16((x-m)*inv + b) with w nil (with flagRN and a weight, round16((x-m)*inv) in place of ((x-m)*inv)), m the row's mean with flagCenter (else +0; stored to mean[r] when mean is not nil), b the bias (nothing added when it is nil), for each row; with res, h = round16(x + res) and res = h per element first, and h in place of x.
 	// It stops before the first row that needs the float64 path and returns that row's index, or to.
 	MOVQ  j+0(FP), AX
@@ -8901,13 +9211,13 @@ rowsset:
 	SHLQ $0x01, DI
 	MOVQ job_dstStride+0(AX), R8
 	SHLQ $0x01, R8
-	MOVQ R8, 328(SP)
+	MOVQ R8, 392(SP)
 
 	// fd = float32(d); rd = 1/d when d is a power of two (a/d is then a*rd exactly), else 0.
 	MOVQ       job_d+0(AX), R8
 	VMOVSS     one<>+0(SB), X0
 	VCVTSI2SSQ R8, X0, X0
-	VMOVSS     X0, 376(SP)
+	VMOVSS     X0, 440(SP)
 	XORL       R10, R10
 	LEAQ       -1(R8), R9
 	TESTQ      R8, R9
@@ -8918,7 +9228,7 @@ rowsset:
 	SHLL       $0x17, R10
 
 notpow2:
-	MOVL         R10, 380(SP)
+	MOVL         R10, 444(SP)
 	VBROADCASTSS one<>+0(SB), Z0
 	TESTL        $0x00000010, job_flags+0(AX)
 	JNZ          weightadd1
@@ -8927,139 +9237,199 @@ notpow2:
 weightadd1:
 	// Start at row from.
 	MOVQ  from+8(FP), R8
-	MOVQ  R8, 320(SP)
-	MOVQ  $0x00000000, 336(SP)
+	MOVQ  R8, 384(SP)
+	MOVQ  $0x00000000, 400(SP)
 	MOVQ  R8, R9
-	IMULQ 328(SP), R9
+	IMULQ 392(SP), R9
 	ADDQ  R9, CX
 	IMULQ DI, R8
 	ADDQ  R8, DX
 	ADDQ  R8, BX
 
 row:
-	MOVQ  320(SP), R8
+	MOVQ  384(SP), R8
 	CMPQ  R8, to+16(FP)
 	JAE   ret
-	MOVQ  $0x00000001, 344(SP)
+	MOVQ  $0x00000001, 408(SP)
 	CMPQ  job_res+0(AX), $0x00
 	JNE   addsum
+	TESTL $0x00000200, job_flags+0(AX)
+	JZ    sum
+	CMPQ  400(SP), $0x00
+	JE    trygroup
+	DECQ  400(SP)
+	JMP   sum
+
+trygroup:
+	CMPQ job_d+0(AX), $0x00000200
+	JA   sum
+	MOVQ to+16(FP), R8
+	SUBQ 384(SP), R8
+	CMPQ R8, $0x04
+	JB   sum
+	MOVQ $0x00000004, 408(SP)
+
+sum:
 	TESTL $0x00000020, job_flags+0(AX)
 	JZ    nocenter
 	MOVQ  DX, R8
+	XORQ  R9, R9
 
+meanrow:
 	// Sum of the elements: element i goes to partial i%64.
-	MOVQ    job_d+0(AX), R10
-	SUBQ    $0x00000040, R10
+	MOVQ    job_d+0(AX), R11
+	SUBQ    $0x00000040, R11
 	JGE     firstblock
-	VMOVUPS zero64<>+0(SB), Z1
 	VMOVUPS zero64<>+0(SB), Z2
 	VMOVUPS zero64<>+0(SB), Z3
 	VMOVUPS zero64<>+0(SB), Z4
-	XORQ    R9, R9
+	VMOVUPS zero64<>+0(SB), Z5
+	XORQ    R10, R10
 	JMP     sumtail
 
 firstblock:
 	// +0 + square is the square itself: the first block initializes the partials.
-	XORQ      R9, R9
-	VCVTPH2PS (R8)(R9*2), Z1
-	VADDPS    zero64<>+0(SB), Z1, Z1
-	VCVTPH2PS 32(R8)(R9*2), Z2
+	XORQ      R10, R10
+	VCVTPH2PS (R8)(R10*2), Z2
 	VADDPS    zero64<>+0(SB), Z2, Z2
-	VCVTPH2PS 64(R8)(R9*2), Z3
+	VCVTPH2PS 32(R8)(R10*2), Z3
 	VADDPS    zero64<>+0(SB), Z3, Z3
-	VCVTPH2PS 96(R8)(R9*2), Z4
+	VCVTPH2PS 64(R8)(R10*2), Z4
 	VADDPS    zero64<>+0(SB), Z4, Z4
-	MOVQ      $0x00000040, R9
+	VCVTPH2PS 96(R8)(R10*2), Z5
+	VADDPS    zero64<>+0(SB), Z5, Z5
+	MOVQ      $0x00000040, R10
 
 	// With flagPF, the rows ahead are prefetched: one loop for both, the flag tested per block.
-	MOVQ DI, R11
-	SHLQ $0x01, R11
+	MOVQ DI, R12
+	SHLQ $0x01, R12
 	CMPQ job_d+0(AX), $0x00000200
 	JA   longrows2
-	SHLQ $0x03, R11
+	SHLQ $0x03, R12
 
 longrows2:
-	ADDQ R8, R11
-	MOVL job_flags+0(AX), R12
+	ADDQ R8, R12
+	MOVL job_flags+0(AX), R13
 
 	PCALIGN $32
 sumloop:
-	CMPQ  R9, R10
+	CMPQ  R10, R11
 	JG    sumtail
-	TESTL $0x00000002, R12
+	TESTL $0x00000002, R13
 	JNZ   sumpf
 
 sumblock:
-	VCVTPH2PS (R8)(R9*2), Z5
-	VADDPS    Z5, Z1, Z1
-	VCVTPH2PS 32(R8)(R9*2), Z5
-	VADDPS    Z5, Z2, Z2
-	VCVTPH2PS 64(R8)(R9*2), Z5
-	VADDPS    Z5, Z3, Z3
-	VCVTPH2PS 96(R8)(R9*2), Z5
-	VADDPS    Z5, Z4, Z4
-	ADDQ      $0x00000040, R9
+	VCVTPH2PS (R8)(R10*2), Z6
+	VADDPS    Z6, Z2, Z2
+	VCVTPH2PS 32(R8)(R10*2), Z6
+	VADDPS    Z6, Z3, Z3
+	VCVTPH2PS 64(R8)(R10*2), Z6
+	VADDPS    Z6, Z4, Z4
+	VCVTPH2PS 96(R8)(R10*2), Z6
+	VADDPS    Z6, Z5, Z5
+	ADDQ      $0x00000040, R10
 	JMP       sumloop
 
 	// Out of the loop's way: the prefetches, whose flag is usually clear.
 sumpf:
-	PREFETCHT0 (R11)(R9*2)
-	PREFETCHT0 64(R11)(R9*2)
+	PREFETCHT0 (R12)(R10*2)
+	PREFETCHT0 64(R12)(R10*2)
 	JMP        sumblock
 
 sumtail:
 	// Fewer than 64 elements remain (AVX2, 16-bit: or i is past d, the copied end summed).
-	MOVQ job_d+0(AX), R10
-	SUBQ R9, R10
+	MOVQ job_d+0(AX), R11
+	SUBQ R10, R11
 	JZ   summed
-	LEAQ kmask<>+0(SB), R11
-	MOVQ R10, R12
-	CMPQ R12, $0x00000010
+	LEAQ kmask<>+0(SB), R12
+	MOVQ R11, R13
+	CMPQ R13, $0x00000010
 	JLE  tailmask0
-	MOVQ $0x00000010, R12
+	MOVQ $0x00000010, R13
 
 tailmask0:
-	KMOVW       (R11)(R12*2), K1
-	VCVTPH2PS.Z (R8)(R9*2), K1, Z5
-	VADDPS      Z5, Z1, Z1
-	MOVQ        R10, R12
-	SUBQ        $0x00000010, R12
+	KMOVW       (R12)(R13*2), K1
+	VCVTPH2PS.Z (R8)(R10*2), K1, Z6
+	VADDPS      Z6, Z2, Z2
+	MOVQ        R11, R13
+	SUBQ        $0x00000010, R13
 	JLE         summed
-	CMPQ        R12, $0x00000010
+	CMPQ        R13, $0x00000010
 	JLE         tailmask1
-	MOVQ        $0x00000010, R12
+	MOVQ        $0x00000010, R13
 
 tailmask1:
-	KMOVW       (R11)(R12*2), K1
-	VCVTPH2PS.Z 32(R8)(R9*2), K1, Z5
-	VADDPS      Z5, Z2, Z2
-	MOVQ        R10, R12
-	SUBQ        $0x00000020, R12
+	KMOVW       (R12)(R13*2), K1
+	VCVTPH2PS.Z 32(R8)(R10*2), K1, Z6
+	VADDPS      Z6, Z3, Z3
+	MOVQ        R11, R13
+	SUBQ        $0x00000020, R13
 	JLE         summed
-	CMPQ        R12, $0x00000010
+	CMPQ        R13, $0x00000010
 	JLE         tailmask2
-	MOVQ        $0x00000010, R12
+	MOVQ        $0x00000010, R13
 
 tailmask2:
-	KMOVW       (R11)(R12*2), K1
-	VCVTPH2PS.Z 64(R8)(R9*2), K1, Z5
-	VADDPS      Z5, Z3, Z3
-	SUBQ        $0x00000030, R10
+	KMOVW       (R12)(R13*2), K1
+	VCVTPH2PS.Z 64(R8)(R10*2), K1, Z6
+	VADDPS      Z6, Z4, Z4
+	SUBQ        $0x00000030, R11
 	JLE         summed
-	CMPQ        R10, $0x00000010
+	CMPQ        R11, $0x00000010
 	JLE         tailmask3
-	MOVQ        $0x00000010, R10
+	MOVQ        $0x00000010, R11
 
 tailmask3:
-	KMOVW       (R11)(R10*2), K1
-	VCVTPH2PS.Z 96(R8)(R9*2), K1, Z5
-	VADDPS      Z5, Z4, Z4
+	KMOVW       (R12)(R11*2), K1
+	VCVTPH2PS.Z 96(R8)(R10*2), K1, Z6
+	VADDPS      Z6, Z5, Z5
 
 summed:
-	VADDPS Z3, Z1, Z1
-	VADDPS Z4, Z2, Z2
-	VADDPS Z2, Z1, Z1
-	JMP    mean
+	VADDPS  Z4, Z2, Z2
+	VADDPS  Z5, Z3, Z3
+	VADDPS  Z3, Z2, Z2
+	CMPQ    408(SP), $0x01
+	JE      mean
+	VMOVUPS Z2, (SP)(R9*1)
+	ADDQ    DI, R8
+	ADDQ    $0x00000040, R9
+	CMPQ    R9, $0x00000100
+	JB      meanrow
+
+	// The rest of the halving tree for the group's sums, and their means.
+	VMOVUPS       (SP), Z2
+	VMOVUPS       64(SP), Z3
+	VMOVUPS       128(SP), Z4
+	VMOVUPS       192(SP), Z5
+	VSHUFF64X2    $0x44, Z3, Z2, Z6
+	VSHUFF64X2    $0xee, Z3, Z2, Z2
+	VADDPS        Z2, Z6, Z6
+	VSHUFF64X2    $0x44, Z5, Z4, Z2
+	VSHUFF64X2    $0xee, Z5, Z4, Z3
+	VADDPS        Z3, Z2, Z2
+	VSHUFF32X4    $0x88, Z2, Z6, Z3
+	VSHUFF32X4    $0xdd, Z2, Z6, Z2
+	VADDPS        Z2, Z3, Z3
+	VPERMILPS     $0x4e, Z3, Z2
+	VADDPS        Z2, Z3, Z3
+	VPERMILPS     $0xb1, Z3, Z2
+	VADDPS        Z2, Z3, Z3
+	MOVL          $0x00001111, R8
+	KMOVW         R8, K1
+	VCOMPRESSPS.Z Z3, K1, Z2
+	CMPL          444(SP), $0x00
+	JE            divide3
+	VBROADCASTSS  444(SP), Z3
+	VMULPS        Z3, Z2, Z2
+	JMP           divided4
+
+divide3:
+	VBROADCASTSS 440(SP), Z3
+	VDIVPS       Z3, Z2, Z2
+
+divided4:
+	VMOVUPS Z2, 320(SP)
+	JMP     centered
 
 addsum:
 	MOVQ BX, R8
@@ -9069,10 +9439,10 @@ addsum:
 	MOVQ    job_d+0(AX), R11
 	SUBQ    $0x00000040, R11
 	JGE     addfirstblock
-	VMOVUPS zero64<>+0(SB), Z1
 	VMOVUPS zero64<>+0(SB), Z2
 	VMOVUPS zero64<>+0(SB), Z3
 	VMOVUPS zero64<>+0(SB), Z4
+	VMOVUPS zero64<>+0(SB), Z5
 	XORQ    R10, R10
 	JMP     addsumtail
 
@@ -9085,38 +9455,38 @@ addfirstblock:
 	VCVTPS2PH $0x00, Z1, Y1
 	VCVTPH2PS Y1, Z1
 	VCVTPS2PH $0x00, Z1, (R9)(R10*2)
-	VADDPS    zero64<>+0(SB), Z1, Z1
-	VCVTPH2PS 32(R8)(R10*2), Z2
+	VADDPS    zero64<>+0(SB), Z1, Z2
+	VCVTPH2PS 32(R8)(R10*2), Z1
 	VCVTPH2PS 32(R9)(R10*2), Z3
-	VADDPS    Z3, Z2, Z2
-	VCVTPS2PH $0x00, Z2, Y2
-	VCVTPH2PS Y2, Z2
-	VCVTPS2PH $0x00, Z2, 32(R9)(R10*2)
-	VADDPS    zero64<>+0(SB), Z2, Z2
-	VCVTPH2PS 64(R8)(R10*2), Z3
+	VADDPS    Z3, Z1, Z1
+	VCVTPS2PH $0x00, Z1, Y1
+	VCVTPH2PS Y1, Z1
+	VCVTPS2PH $0x00, Z1, 32(R9)(R10*2)
+	VADDPS    zero64<>+0(SB), Z1, Z3
+	VCVTPH2PS 64(R8)(R10*2), Z1
 	VCVTPH2PS 64(R9)(R10*2), Z4
-	VADDPS    Z4, Z3, Z3
-	VCVTPS2PH $0x00, Z3, Y3
-	VCVTPH2PS Y3, Z3
-	VCVTPS2PH $0x00, Z3, 64(R9)(R10*2)
-	VADDPS    zero64<>+0(SB), Z3, Z3
-	VCVTPH2PS 96(R8)(R10*2), Z4
+	VADDPS    Z4, Z1, Z1
+	VCVTPS2PH $0x00, Z1, Y1
+	VCVTPH2PS Y1, Z1
+	VCVTPS2PH $0x00, Z1, 64(R9)(R10*2)
+	VADDPS    zero64<>+0(SB), Z1, Z4
+	VCVTPH2PS 96(R8)(R10*2), Z1
 	VCVTPH2PS 96(R9)(R10*2), Z5
-	VADDPS    Z5, Z4, Z4
-	VCVTPS2PH $0x00, Z4, Y4
-	VCVTPH2PS Y4, Z4
-	VCVTPS2PH $0x00, Z4, 96(R9)(R10*2)
-	VADDPS    zero64<>+0(SB), Z4, Z4
+	VADDPS    Z5, Z1, Z1
+	VCVTPS2PH $0x00, Z1, Y1
+	VCVTPH2PS Y1, Z1
+	VCVTPS2PH $0x00, Z1, 96(R9)(R10*2)
+	VADDPS    zero64<>+0(SB), Z1, Z5
 	MOVQ      $0x00000040, R10
 
 	// With flagPF, the rows ahead are prefetched: one loop for both, the flag tested per block.
 	MOVQ DI, R12
 	SHLQ $0x01, R12
 	CMPQ job_d+0(AX), $0x00000200
-	JA   longrows3
+	JA   longrows5
 	SHLQ $0x03, R12
 
-longrows3:
+longrows5:
 	ADDQ R8, R12
 	MOVL job_flags+0(AX), R13
 
@@ -9128,34 +9498,34 @@ addsumloop:
 	JNZ   addsumpf
 
 addsumblock:
-	VCVTPH2PS (R8)(R10*2), Z5
+	VCVTPH2PS (R8)(R10*2), Z1
 	VCVTPH2PS (R9)(R10*2), Z6
-	VADDPS    Z6, Z5, Z5
-	VCVTPS2PH $0x00, Z5, Y5
-	VCVTPH2PS Y5, Z5
-	VCVTPS2PH $0x00, Z5, (R9)(R10*2)
-	VADDPS    Z5, Z1, Z1
-	VCVTPH2PS 32(R8)(R10*2), Z5
+	VADDPS    Z6, Z1, Z1
+	VCVTPS2PH $0x00, Z1, Y1
+	VCVTPH2PS Y1, Z1
+	VCVTPS2PH $0x00, Z1, (R9)(R10*2)
+	VADDPS    Z1, Z2, Z2
+	VCVTPH2PS 32(R8)(R10*2), Z1
 	VCVTPH2PS 32(R9)(R10*2), Z6
-	VADDPS    Z6, Z5, Z5
-	VCVTPS2PH $0x00, Z5, Y5
-	VCVTPH2PS Y5, Z5
-	VCVTPS2PH $0x00, Z5, 32(R9)(R10*2)
-	VADDPS    Z5, Z2, Z2
-	VCVTPH2PS 64(R8)(R10*2), Z5
+	VADDPS    Z6, Z1, Z1
+	VCVTPS2PH $0x00, Z1, Y1
+	VCVTPH2PS Y1, Z1
+	VCVTPS2PH $0x00, Z1, 32(R9)(R10*2)
+	VADDPS    Z1, Z3, Z3
+	VCVTPH2PS 64(R8)(R10*2), Z1
 	VCVTPH2PS 64(R9)(R10*2), Z6
-	VADDPS    Z6, Z5, Z5
-	VCVTPS2PH $0x00, Z5, Y5
-	VCVTPH2PS Y5, Z5
-	VCVTPS2PH $0x00, Z5, 64(R9)(R10*2)
-	VADDPS    Z5, Z3, Z3
-	VCVTPH2PS 96(R8)(R10*2), Z5
+	VADDPS    Z6, Z1, Z1
+	VCVTPS2PH $0x00, Z1, Y1
+	VCVTPH2PS Y1, Z1
+	VCVTPS2PH $0x00, Z1, 64(R9)(R10*2)
+	VADDPS    Z1, Z4, Z4
+	VCVTPH2PS 96(R8)(R10*2), Z1
 	VCVTPH2PS 96(R9)(R10*2), Z6
-	VADDPS    Z6, Z5, Z5
-	VCVTPS2PH $0x00, Z5, Y5
-	VCVTPH2PS Y5, Z5
-	VCVTPS2PH $0x00, Z5, 96(R9)(R10*2)
-	VADDPS    Z5, Z4, Z4
+	VADDPS    Z6, Z1, Z1
+	VCVTPS2PH $0x00, Z1, Y1
+	VCVTPH2PS Y1, Z1
+	VCVTPS2PH $0x00, Z1, 96(R9)(R10*2)
+	VADDPS    Z1, Z5, Z5
 	ADDQ      $0x00000040, R10
 	JMP       addsumloop
 
@@ -9178,13 +9548,13 @@ addsumtail:
 
 addtailmask0:
 	KMOVW       (R12)(R13*2), K1
-	VCVTPH2PS.Z (R8)(R10*2), K1, Z5
+	VCVTPH2PS.Z (R8)(R10*2), K1, Z1
 	VCVTPH2PS.Z (R9)(R10*2), K1, Z6
-	VADDPS      Z6, Z5, Z5
-	VCVTPS2PH   $0x00, Z5, Y5
-	VCVTPH2PS   Y5, Z5
-	VCVTPS2PH   $0x00, Z5, K1, (R9)(R10*2)
-	VADDPS      Z5, Z1, Z1
+	VADDPS      Z6, Z1, Z1
+	VCVTPS2PH   $0x00, Z1, Y1
+	VCVTPH2PS   Y1, Z1
+	VCVTPS2PH   $0x00, Z1, K1, (R9)(R10*2)
+	VADDPS      Z1, Z2, Z2
 	MOVQ        R11, R13
 	SUBQ        $0x00000010, R13
 	JLE         addsummed
@@ -9194,13 +9564,13 @@ addtailmask0:
 
 addtailmask1:
 	KMOVW       (R12)(R13*2), K1
-	VCVTPH2PS.Z 32(R8)(R10*2), K1, Z5
+	VCVTPH2PS.Z 32(R8)(R10*2), K1, Z1
 	VCVTPH2PS.Z 32(R9)(R10*2), K1, Z6
-	VADDPS      Z6, Z5, Z5
-	VCVTPS2PH   $0x00, Z5, Y5
-	VCVTPH2PS   Y5, Z5
-	VCVTPS2PH   $0x00, Z5, K1, 32(R9)(R10*2)
-	VADDPS      Z5, Z2, Z2
+	VADDPS      Z6, Z1, Z1
+	VCVTPS2PH   $0x00, Z1, Y1
+	VCVTPH2PS   Y1, Z1
+	VCVTPS2PH   $0x00, Z1, K1, 32(R9)(R10*2)
+	VADDPS      Z1, Z3, Z3
 	MOVQ        R11, R13
 	SUBQ        $0x00000020, R13
 	JLE         addsummed
@@ -9210,13 +9580,13 @@ addtailmask1:
 
 addtailmask2:
 	KMOVW       (R12)(R13*2), K1
-	VCVTPH2PS.Z 64(R8)(R10*2), K1, Z5
+	VCVTPH2PS.Z 64(R8)(R10*2), K1, Z1
 	VCVTPH2PS.Z 64(R9)(R10*2), K1, Z6
-	VADDPS      Z6, Z5, Z5
-	VCVTPS2PH   $0x00, Z5, Y5
-	VCVTPH2PS   Y5, Z5
-	VCVTPS2PH   $0x00, Z5, K1, 64(R9)(R10*2)
-	VADDPS      Z5, Z3, Z3
+	VADDPS      Z6, Z1, Z1
+	VCVTPS2PH   $0x00, Z1, Y1
+	VCVTPH2PS   Y1, Z1
+	VCVTPS2PH   $0x00, Z1, K1, 64(R9)(R10*2)
+	VADDPS      Z1, Z4, Z4
 	SUBQ        $0x00000030, R11
 	JLE         addsummed
 	CMPQ        R11, $0x00000010
@@ -9225,220 +9595,239 @@ addtailmask2:
 
 addtailmask3:
 	KMOVW       (R12)(R11*2), K1
-	VCVTPH2PS.Z 96(R8)(R10*2), K1, Z5
+	VCVTPH2PS.Z 96(R8)(R10*2), K1, Z1
 	VCVTPH2PS.Z 96(R9)(R10*2), K1, Z6
-	VADDPS      Z6, Z5, Z5
-	VCVTPS2PH   $0x00, Z5, Y5
-	VCVTPH2PS   Y5, Z5
-	VCVTPS2PH   $0x00, Z5, K1, 96(R9)(R10*2)
-	VADDPS      Z5, Z4, Z4
+	VADDPS      Z6, Z1, Z1
+	VCVTPS2PH   $0x00, Z1, Y1
+	VCVTPH2PS   Y1, Z1
+	VCVTPS2PH   $0x00, Z1, K1, 96(R9)(R10*2)
+	VADDPS      Z1, Z5, Z5
 
 addsummed:
-	VADDPS Z3, Z1, Z1
 	VADDPS Z4, Z2, Z2
-	VADDPS Z2, Z1, Z1
+	VADDPS Z5, Z3, Z3
+	VADDPS Z3, Z2, Z2
 
 mean:
-	VSHUFF64X2 $0xee, Z1, Z1, Z2
-	VADDPS     Z2, Z1, Z1
-	VSHUFF32X4 $0x01, Z1, Z1, Z2
-	VADDPS     Z2, Z1, Z1
-	VPERMILPS  $0x4e, Z1, Z2
-	VADDPS     Z2, Z1, Z1
-	VPERMILPS  $0xb1, Z1, Z2
-	VADDPS     Z2, Z1, Z1
+	VSHUFF64X2 $0xee, Z2, Z2, Z1
+	VADDPS     Z1, Z2, Z2
+	VSHUFF32X4 $0x01, Z2, Z2, Z1
+	VADDPS     Z1, Z2, Z2
+	VPERMILPS  $0x4e, Z2, Z1
+	VADDPS     Z1, Z2, Z2
+	VPERMILPS  $0xb1, Z2, Z1
+	VADDPS     Z1, Z2, Z2
 	TESTL      $0x00000020, job_flags+0(AX)
 	JZ         nocenter
 
 	// A row whose sum is not finite (s-s is NaN) takes the float64 path; else m = s/d.
-	VSUBSS   X1, X1, X2
-	VUCOMISS X2, X2
+	VSUBSS   X2, X2, X1
+	VUCOMISS X1, X1
 	JPS      ret
-	CMPL     380(SP), $0x00
-	JE       divide4
-	VMULSS   380(SP), X1, X2
-	JMP      divided5
+	CMPL     444(SP), $0x00
+	JE       divide6
+	VMULSS   444(SP), X2, X1
+	JMP      divided7
 
-divide4:
-	VDIVSS 376(SP), X1, X2
+divide6:
+	VDIVSS 440(SP), X2, X1
 
-divided5:
-	VBROADCASTSS X2, Z5
+divided7:
+	VBROADCASTSS X1, Z1
 	JMP          centered
 
 nocenter:
-	VMOVUPS zero64<>+0(SB), Z5
+	VMOVUPS zero64<>+0(SB), Z1
+	VMOVUPS Z1, 320(SP)
 
 centered:
 	MOVQ DX, R8
+	XORQ R9, R9
+	CMPQ 408(SP), $0x01
+	JE   sqrow
 
+sqnext:
+	MOVQ         R9, R10
+	SHRQ         $0x06, R10
+	VBROADCASTSS 320(SP)(R10*4), Z1
+
+sqrow:
 	// Sum of the squares of x - m: element i goes to partial i%64.
-	MOVQ    job_d+0(AX), R10
-	SUBQ    $0x00000040, R10
+	MOVQ    job_d+0(AX), R11
+	SUBQ    $0x00000040, R11
 	JGE     sqfirstblock
-	VMOVUPS zero64<>+0(SB), Z1
 	VMOVUPS zero64<>+0(SB), Z2
 	VMOVUPS zero64<>+0(SB), Z3
 	VMOVUPS zero64<>+0(SB), Z4
-	XORQ    R9, R9
+	VMOVUPS zero64<>+0(SB), Z5
+	XORQ    R10, R10
 	JMP     sqsumtail
 
 sqfirstblock:
 	// +0 + square is the square itself: the first block initializes the partials.
-	XORQ      R9, R9
-	VCVTPH2PS (R8)(R9*2), Z1
-	VSUBPS    Z5, Z1, Z1
-	VMULPS    Z1, Z1, Z1
-	VCVTPH2PS 32(R8)(R9*2), Z2
-	VSUBPS    Z5, Z2, Z2
+	XORQ      R10, R10
+	VCVTPH2PS (R8)(R10*2), Z2
+	VSUBPS    Z1, Z2, Z2
 	VMULPS    Z2, Z2, Z2
-	VCVTPH2PS 64(R8)(R9*2), Z3
-	VSUBPS    Z5, Z3, Z3
+	VCVTPH2PS 32(R8)(R10*2), Z3
+	VSUBPS    Z1, Z3, Z3
 	VMULPS    Z3, Z3, Z3
-	VCVTPH2PS 96(R8)(R9*2), Z4
-	VSUBPS    Z5, Z4, Z4
+	VCVTPH2PS 64(R8)(R10*2), Z4
+	VSUBPS    Z1, Z4, Z4
 	VMULPS    Z4, Z4, Z4
-	MOVQ      $0x00000040, R9
+	VCVTPH2PS 96(R8)(R10*2), Z5
+	VSUBPS    Z1, Z5, Z5
+	VMULPS    Z5, Z5, Z5
+	MOVQ      $0x00000040, R10
 
 	// With flagPF, the rows ahead are prefetched: one loop for both, the flag tested per block.
-	MOVQ DI, R11
-	SHLQ $0x01, R11
+	MOVQ DI, R12
+	SHLQ $0x01, R12
 	CMPQ job_d+0(AX), $0x00000200
-	JA   longrows6
-	SHLQ $0x03, R11
+	JA   longrows8
+	SHLQ $0x03, R12
 
-longrows6:
-	ADDQ R8, R11
-	MOVL job_flags+0(AX), R12
+longrows8:
+	ADDQ R8, R12
+	MOVL job_flags+0(AX), R13
 
 	PCALIGN $32
 sqsumloop:
-	CMPQ  R9, R10
+	CMPQ  R10, R11
 	JG    sqsumtail
-	TESTL $0x00000002, R12
+	TESTL $0x00000002, R13
 	JNZ   sqsumpf
 
 sqsumblock:
-	VCVTPH2PS (R8)(R9*2), Z6
-	VSUBPS    Z5, Z6, Z6
-	VMULPS    Z6, Z6, Z6
-	VADDPS    Z6, Z1, Z1
-	VCVTPH2PS 32(R8)(R9*2), Z6
-	VSUBPS    Z5, Z6, Z6
+	VCVTPH2PS (R8)(R10*2), Z6
+	VSUBPS    Z1, Z6, Z6
 	VMULPS    Z6, Z6, Z6
 	VADDPS    Z6, Z2, Z2
-	VCVTPH2PS 64(R8)(R9*2), Z6
-	VSUBPS    Z5, Z6, Z6
+	VCVTPH2PS 32(R8)(R10*2), Z6
+	VSUBPS    Z1, Z6, Z6
 	VMULPS    Z6, Z6, Z6
 	VADDPS    Z6, Z3, Z3
-	VCVTPH2PS 96(R8)(R9*2), Z6
-	VSUBPS    Z5, Z6, Z6
+	VCVTPH2PS 64(R8)(R10*2), Z6
+	VSUBPS    Z1, Z6, Z6
 	VMULPS    Z6, Z6, Z6
 	VADDPS    Z6, Z4, Z4
-	ADDQ      $0x00000040, R9
+	VCVTPH2PS 96(R8)(R10*2), Z6
+	VSUBPS    Z1, Z6, Z6
+	VMULPS    Z6, Z6, Z6
+	VADDPS    Z6, Z5, Z5
+	ADDQ      $0x00000040, R10
 	JMP       sqsumloop
 
 	// Out of the loop's way: the prefetches, whose flag is usually clear.
 sqsumpf:
-	PREFETCHT0 (R11)(R9*2)
-	PREFETCHT0 64(R11)(R9*2)
+	PREFETCHT0 (R12)(R10*2)
+	PREFETCHT0 64(R12)(R10*2)
 	JMP        sqsumblock
 
 sqsumtail:
 	// Fewer than 64 elements remain (AVX2, 16-bit: or i is past d, the copied end summed).
-	MOVQ job_d+0(AX), R10
-	SUBQ R9, R10
+	MOVQ job_d+0(AX), R11
+	SUBQ R10, R11
 	JZ   sqsummed
-	LEAQ kmask<>+0(SB), R11
-	MOVQ R10, R12
-	CMPQ R12, $0x00000010
+	LEAQ kmask<>+0(SB), R12
+	MOVQ R11, R13
+	CMPQ R13, $0x00000010
 	JLE  sqtailmask0
-	MOVQ $0x00000010, R12
+	MOVQ $0x00000010, R13
 
 sqtailmask0:
-	KMOVW       (R11)(R12*2), K1
-	VCVTPH2PS.Z (R8)(R9*2), K1, Z6
-	VSUBPS.Z    Z5, Z6, K1, Z6
-	VMULPS      Z6, Z6, Z6
-	VADDPS      Z6, Z1, Z1
-	MOVQ        R10, R12
-	SUBQ        $0x00000010, R12
-	JLE         sqsummed
-	CMPQ        R12, $0x00000010
-	JLE         sqtailmask1
-	MOVQ        $0x00000010, R12
-
-sqtailmask1:
-	KMOVW       (R11)(R12*2), K1
-	VCVTPH2PS.Z 32(R8)(R9*2), K1, Z6
-	VSUBPS.Z    Z5, Z6, K1, Z6
+	KMOVW       (R12)(R13*2), K1
+	VCVTPH2PS.Z (R8)(R10*2), K1, Z6
+	VSUBPS.Z    Z1, Z6, K1, Z6
 	VMULPS      Z6, Z6, Z6
 	VADDPS      Z6, Z2, Z2
-	MOVQ        R10, R12
-	SUBQ        $0x00000020, R12
+	MOVQ        R11, R13
+	SUBQ        $0x00000010, R13
 	JLE         sqsummed
-	CMPQ        R12, $0x00000010
-	JLE         sqtailmask2
-	MOVQ        $0x00000010, R12
+	CMPQ        R13, $0x00000010
+	JLE         sqtailmask1
+	MOVQ        $0x00000010, R13
 
-sqtailmask2:
-	KMOVW       (R11)(R12*2), K1
-	VCVTPH2PS.Z 64(R8)(R9*2), K1, Z6
-	VSUBPS.Z    Z5, Z6, K1, Z6
+sqtailmask1:
+	KMOVW       (R12)(R13*2), K1
+	VCVTPH2PS.Z 32(R8)(R10*2), K1, Z6
+	VSUBPS.Z    Z1, Z6, K1, Z6
 	VMULPS      Z6, Z6, Z6
 	VADDPS      Z6, Z3, Z3
-	SUBQ        $0x00000030, R10
+	MOVQ        R11, R13
+	SUBQ        $0x00000020, R13
 	JLE         sqsummed
-	CMPQ        R10, $0x00000010
-	JLE         sqtailmask3
-	MOVQ        $0x00000010, R10
+	CMPQ        R13, $0x00000010
+	JLE         sqtailmask2
+	MOVQ        $0x00000010, R13
 
-sqtailmask3:
-	KMOVW       (R11)(R10*2), K1
-	VCVTPH2PS.Z 96(R8)(R9*2), K1, Z6
-	VSUBPS.Z    Z5, Z6, K1, Z6
+sqtailmask2:
+	KMOVW       (R12)(R13*2), K1
+	VCVTPH2PS.Z 64(R8)(R10*2), K1, Z6
+	VSUBPS.Z    Z1, Z6, K1, Z6
 	VMULPS      Z6, Z6, Z6
 	VADDPS      Z6, Z4, Z4
+	SUBQ        $0x00000030, R11
+	JLE         sqsummed
+	CMPQ        R11, $0x00000010
+	JLE         sqtailmask3
+	MOVQ        $0x00000010, R11
+
+sqtailmask3:
+	KMOVW       (R12)(R11*2), K1
+	VCVTPH2PS.Z 96(R8)(R10*2), K1, Z6
+	VSUBPS.Z    Z1, Z6, K1, Z6
+	VMULPS      Z6, Z6, Z6
+	VADDPS      Z6, Z5, Z5
 
 sqsummed:
-	VADDPS Z3, Z1, Z1
-	VADDPS Z4, Z2, Z2
-	VADDPS Z2, Z1, Z1
+	VADDPS  Z4, Z2, Z2
+	VADDPS  Z5, Z3, Z3
+	VADDPS  Z3, Z2, Z2
+	CMPQ    408(SP), $0x01
+	JE      invone
+	VMOVUPS Z2, (SP)(R9*1)
+	ADDQ    DI, R8
+	ADDQ    $0x00000040, R9
+	CMPQ    R9, $0x00000100
+	JB      sqnext
+	JMP     invgroup
 
+invone:
 	// Halving tree: p[j] += p[j+h] for the remaining h, down to ss.
-	VSHUFF64X2 $0xee, Z1, Z1, Z2
-	VADDPS     Z2, Z1, Z1
-	VSHUFF32X4 $0x01, Z1, Z1, Z2
-	VADDPS     Z2, Z1, Z1
-	VPERMILPS  $0x4e, Z1, Z2
-	VADDPS     Z2, Z1, Z1
-	VPERMILPS  $0xb1, Z1, Z2
-	VADDPS     Z2, Z1, Z1
+	VSHUFF64X2 $0xee, Z2, Z2, Z3
+	VADDPS     Z3, Z2, Z2
+	VSHUFF32X4 $0x01, Z2, Z2, Z3
+	VADDPS     Z3, Z2, Z2
+	VPERMILPS  $0x4e, Z2, Z3
+	VADDPS     Z3, Z2, Z2
+	VPERMILPS  $0xb1, Z2, Z3
+	VADDPS     Z3, Z2, Z2
 
 	// t = ss/d + eps; rows with t outside [2^-100, MaxFloat32] take the float64 path.
-	CMPL   380(SP), $0x00
-	JE     divide7
-	VMULSS 380(SP), X1, X1
-	JMP    divided8
+	CMPL   444(SP), $0x00
+	JE     divide9
+	VMULSS 444(SP), X2, X2
+	JMP    divided10
 
-divide7:
-	VDIVSS 376(SP), X1, X1
+divide9:
+	VDIVSS 440(SP), X2, X2
 
-divided8:
-	VADDSS   job_eps+0(AX), X1, X1
-	VUCOMISS tlo<>+0(SB), X1
+divided10:
+	VADDSS   job_eps+0(AX), X2, X2
+	VUCOMISS tlo<>+0(SB), X2
 	JCS      ret
-	VUCOMISS tmax<>+0(SB), X1
+	VUCOMISS tmax<>+0(SB), X2
 	JHI      ret
-	VSQRTSS  X1, X1, X1
+	VSQRTSS  X2, X2, X2
 	VMOVSS   one<>+0(SB), X7
-	VDIVSS   X1, X7, X7
+	VDIVSS   X2, X7, X7
 
 	// Report 1/rms if asked.
 	MOVQ   job_inv+0(AX), R8
 	TESTQ  R8, R8
 	JZ     reportmean
-	MOVQ   320(SP), R9
+	MOVQ   384(SP), R9
 	VMOVSS X7, (R8)(R9*4)
 
 reportmean:
@@ -9446,19 +9835,95 @@ reportmean:
 	MOVQ   job_mean+0(AX), R8
 	TESTQ  R8, R8
 	JZ     scale
-	MOVQ   320(SP), R9
-	VMOVSS X5, (R8)(R9*4)
+	MOVQ   384(SP), R9
+	VMOVSS X1, (R8)(R9*4)
+	JMP    scale
+
+invgroup:
+	// The rest of the halving tree, four rows at once.
+	VMOVUPS       (SP), Z2
+	VMOVUPS       64(SP), Z3
+	VMOVUPS       128(SP), Z4
+	VMOVUPS       192(SP), Z5
+	VSHUFF64X2    $0x44, Z3, Z2, Z6
+	VSHUFF64X2    $0xee, Z3, Z2, Z2
+	VADDPS        Z2, Z6, Z6
+	VSHUFF64X2    $0x44, Z5, Z4, Z2
+	VSHUFF64X2    $0xee, Z5, Z4, Z3
+	VADDPS        Z3, Z2, Z2
+	VSHUFF32X4    $0x88, Z2, Z6, Z3
+	VSHUFF32X4    $0xdd, Z2, Z6, Z2
+	VADDPS        Z2, Z3, Z3
+	VPERMILPS     $0x4e, Z3, Z2
+	VADDPS        Z2, Z3, Z3
+	VPERMILPS     $0xb1, Z3, Z2
+	VADDPS        Z2, Z3, Z3
+	MOVL          $0x00001111, R8
+	KMOVW         R8, K1
+	VCOMPRESSPS.Z Z3, K1, Z2
+
+	// t = ss/d + eps for the four rows; any t outside [2^-100, MaxFloat32] sends the group to the one-row path.
+	CMPL         444(SP), $0x00
+	JE           divide11
+	VBROADCASTSS 444(SP), Z3
+	VMULPS       Z3, Z2, Z2
+	JMP          divided12
+
+divide11:
+	VBROADCASTSS 440(SP), Z3
+	VDIVPS       Z3, Z2, Z2
+
+divided12:
+	VBROADCASTSS job_eps+0(AX), Z3
+	VADDPS       Z3, Z2, Z2
+	MOVL         $0x0000000f, R8
+	KMOVW        R8, K1
+	VBROADCASTSS tlo<>+0(SB), Z3
+	VBROADCASTSS tmax<>+0(SB), Z4
+	VCMPPS       $0x1d, Z3, Z2, K1, K1
+	VCMPPS       $0x12, Z4, Z2, K1, K1
+	KMOVW        K1, R8
+	CMPL         R8, $0x0f
+	JE           ginrange
+	MOVQ         $0x00000004, 400(SP)
+	JMP          row
+
+ginrange:
+	VSQRTPS      Z2, Z2
+	VBROADCASTSS one<>+0(SB), Z7
+	VDIVPS       Z2, Z7, Z7
+
+	// Report 1/rms if asked.
+	MOVQ    job_inv+0(AX), R8
+	TESTQ   R8, R8
+	JZ      reportmeans
+	MOVQ    384(SP), R9
+	MOVL    $0x0000000f, R10
+	KMOVW   R10, K1
+	VMOVUPS Z7, K1, (R8)(R9*4)
+
+reportmeans:
+	// Report the mean if asked.
+	MOVQ    job_mean+0(AX), R8
+	TESTQ   R8, R8
+	JZ      scale
+	MOVQ    384(SP), R9
+	VMOVUPS 320(SP), Z2
+	MOVL    $0x0000000f, R10
+	KMOVW   R10, K1
+	VMOVUPS Z2, K1, (R8)(R9*4)
 
 scale:
-	VBROADCASTSS X7, Z1
-	MOVQ         $0x00000000, 352(SP)
-	CMPQ         344(SP), $0x01
+	VBROADCASTSS X7, Z2
+	MOVQ         $0x00000000, 416(SP)
+	CMPQ         408(SP), $0x01
 	JE           scalebody
 	VMOVUPS      Z7, 256(SP)
 
 scalerow:
-	MOVQ         352(SP), R8
-	VBROADCASTSS 256(SP)(R8*4), Z1
+	MOVQ         416(SP), R8
+	VBROADCASTSS 256(SP)(R8*4), Z2
+	VBROADCASTSS 320(SP)(R8*4), Z1
 
 scalebody:
 	// y = (src*inv)*w, rounded after each multiply.
@@ -9467,10 +9932,10 @@ scalebody:
 	SUBQ $0x00000040, R9
 	MOVQ DI, R10
 	CMPQ job_d+0(AX), $0x00000200
-	JA   longrows9
+	JA   longrows13
 	SHLQ $0x03, R10
 
-longrows9:
+longrows13:
 	ADDQ  DX, R10
 	MOVL  job_flags+0(AX), R11
 	TESTL $0x00000001, R11
@@ -9485,175 +9950,175 @@ scaleloop:
 	CMPQ  R8, R9
 	JG    scaletail
 	TESTL $0x00000002, R11
-	JNZ   scalelooppf10
+	JNZ   scalelooppf14
 
-scaleloopbody11:
-	VCVTPH2PS (DX)(R8*2), Z2
-	VSUBPS    Z5, Z2, Z2
-	VMULPS    Z1, Z2, Z2
-	VCVTPH2PS 32(DX)(R8*2), Z3
-	VSUBPS    Z5, Z3, Z3
-	VMULPS    Z1, Z3, Z3
-	VCVTPH2PS 64(DX)(R8*2), Z4
-	VSUBPS    Z5, Z4, Z4
-	VMULPS    Z1, Z4, Z4
+scaleloopbody15:
+	VCVTPH2PS (DX)(R8*2), Z3
+	VSUBPS    Z1, Z3, Z3
+	VMULPS    Z2, Z3, Z3
+	VCVTPH2PS 32(DX)(R8*2), Z4
+	VSUBPS    Z1, Z4, Z4
+	VMULPS    Z2, Z4, Z4
+	VCVTPH2PS 64(DX)(R8*2), Z5
+	VSUBPS    Z1, Z5, Z5
+	VMULPS    Z2, Z5, Z5
 	VCVTPH2PS 96(DX)(R8*2), Z6
-	VSUBPS    Z5, Z6, Z6
-	VMULPS    Z1, Z6, Z6
+	VSUBPS    Z1, Z6, Z6
+	VMULPS    Z2, Z6, Z6
 	TESTL     $0x00000008, job_flags+0(AX)
-	JZ        notrn12
-	VCVTPS2PH $0x00, Z2, Y2
-	VCVTPH2PS Y2, Z2
+	JZ        notrn16
 	VCVTPS2PH $0x00, Z3, Y3
 	VCVTPH2PS Y3, Z3
 	VCVTPS2PH $0x00, Z4, Y4
 	VCVTPH2PS Y4, Z4
+	VCVTPS2PH $0x00, Z5, Y5
+	VCVTPH2PS Y5, Z5
 	VCVTPS2PH $0x00, Z6, Y6
 	VCVTPH2PS Y6, Z6
 
-notrn12:
-	VMULPS (SI)(R8*4), Z2, Z2
-	VMULPS 64(SI)(R8*4), Z3, Z3
-	VMULPS 128(SI)(R8*4), Z4, Z4
+notrn16:
+	VMULPS (SI)(R8*4), Z3, Z3
+	VMULPS 64(SI)(R8*4), Z4, Z4
+	VMULPS 128(SI)(R8*4), Z5, Z5
 	VMULPS 192(SI)(R8*4), Z6, Z6
 	MOVQ   job_bias+0(AX), R12
 	TESTQ  R12, R12
-	JZ     nobias13
-	VADDPS (R12)(R8*4), Z2, Z2
-	VADDPS 64(R12)(R8*4), Z3, Z3
-	VADDPS 128(R12)(R8*4), Z4, Z4
+	JZ     nobias17
+	VADDPS (R12)(R8*4), Z3, Z3
+	VADDPS 64(R12)(R8*4), Z4, Z4
+	VADDPS 128(R12)(R8*4), Z5, Z5
 	VADDPS 192(R12)(R8*4), Z6, Z6
 
-nobias13:
-	VCVTPS2PH    $0x00, Z2, Y8
-	VCVTPS2PH    $0x00, Z3, Y2
-	VINSERTI64X4 $0x01, Y2, Z8, Z8
+nobias17:
+	VCVTPS2PH    $0x00, Z3, Y8
+	VCVTPS2PH    $0x00, Z4, Y3
+	VINSERTI64X4 $0x01, Y3, Z8, Z8
 	VMOVDQU64    Z8, (CX)(R8*2)
-	VCVTPS2PH    $0x00, Z4, Y9
-	VCVTPS2PH    $0x00, Z6, Y2
-	VINSERTI64X4 $0x01, Y2, Z9, Z9
+	VCVTPS2PH    $0x00, Z5, Y9
+	VCVTPS2PH    $0x00, Z6, Y3
+	VINSERTI64X4 $0x01, Y3, Z9, Z9
 	VMOVDQU64    Z9, 64(CX)(R8*2)
 	ADDQ         $0x00000040, R8
 	JMP          scaleloop
 
-scalelooppf10:
+scalelooppf14:
 	PREFETCHT0 (R10)(R8*2)
 	PREFETCHT0 64(R10)(R8*2)
-	JMP        scaleloopbody11
+	JMP        scaleloopbody15
 
 	PCALIGN $32
 scaleloopoffset:
 	CMPQ  R8, R9
 	JG    scaletail
 	TESTL $0x00000002, R11
-	JNZ   scaleloopoffsetpf14
+	JNZ   scaleloopoffsetpf18
 
-scaleloopoffsetbody15:
-	VCVTPH2PS (DX)(R8*2), Z2
-	VSUBPS    Z5, Z2, Z2
-	VMULPS    Z1, Z2, Z2
-	VCVTPH2PS 32(DX)(R8*2), Z3
-	VSUBPS    Z5, Z3, Z3
-	VMULPS    Z1, Z3, Z3
-	VCVTPH2PS 64(DX)(R8*2), Z4
-	VSUBPS    Z5, Z4, Z4
-	VMULPS    Z1, Z4, Z4
+scaleloopoffsetbody19:
+	VCVTPH2PS (DX)(R8*2), Z3
+	VSUBPS    Z1, Z3, Z3
+	VMULPS    Z2, Z3, Z3
+	VCVTPH2PS 32(DX)(R8*2), Z4
+	VSUBPS    Z1, Z4, Z4
+	VMULPS    Z2, Z4, Z4
+	VCVTPH2PS 64(DX)(R8*2), Z5
+	VSUBPS    Z1, Z5, Z5
+	VMULPS    Z2, Z5, Z5
 	VCVTPH2PS 96(DX)(R8*2), Z6
-	VSUBPS    Z5, Z6, Z6
-	VMULPS    Z1, Z6, Z6
+	VSUBPS    Z1, Z6, Z6
+	VMULPS    Z2, Z6, Z6
 	TESTL     $0x00000008, job_flags+0(AX)
-	JZ        notrn16
-	VCVTPS2PH $0x00, Z2, Y2
-	VCVTPH2PS Y2, Z2
+	JZ        notrn20
 	VCVTPS2PH $0x00, Z3, Y3
 	VCVTPH2PS Y3, Z3
 	VCVTPS2PH $0x00, Z4, Y4
 	VCVTPH2PS Y4, Z4
+	VCVTPS2PH $0x00, Z5, Y5
+	VCVTPH2PS Y5, Z5
 	VCVTPS2PH $0x00, Z6, Y6
 	VCVTPH2PS Y6, Z6
 
-notrn16:
+notrn20:
 	VMOVUPS (SI)(R8*4), Z16
 	VADDPS  Z0, Z16, Z16
-	VMULPS  Z16, Z2, Z2
+	VMULPS  Z16, Z3, Z3
 	VMOVUPS 64(SI)(R8*4), Z16
 	VADDPS  Z0, Z16, Z16
-	VMULPS  Z16, Z3, Z3
+	VMULPS  Z16, Z4, Z4
 	VMOVUPS 128(SI)(R8*4), Z16
 	VADDPS  Z0, Z16, Z16
-	VMULPS  Z16, Z4, Z4
+	VMULPS  Z16, Z5, Z5
 	VMOVUPS 192(SI)(R8*4), Z16
 	VADDPS  Z0, Z16, Z16
 	VMULPS  Z16, Z6, Z6
 	MOVQ    job_bias+0(AX), R12
 	TESTQ   R12, R12
-	JZ      nobias17
-	VADDPS  (R12)(R8*4), Z2, Z2
-	VADDPS  64(R12)(R8*4), Z3, Z3
-	VADDPS  128(R12)(R8*4), Z4, Z4
+	JZ      nobias21
+	VADDPS  (R12)(R8*4), Z3, Z3
+	VADDPS  64(R12)(R8*4), Z4, Z4
+	VADDPS  128(R12)(R8*4), Z5, Z5
 	VADDPS  192(R12)(R8*4), Z6, Z6
 
-nobias17:
-	VCVTPS2PH    $0x00, Z2, Y10
-	VCVTPS2PH    $0x00, Z3, Y2
-	VINSERTI64X4 $0x01, Y2, Z10, Z10
+nobias21:
+	VCVTPS2PH    $0x00, Z3, Y10
+	VCVTPS2PH    $0x00, Z4, Y3
+	VINSERTI64X4 $0x01, Y3, Z10, Z10
 	VMOVDQU64    Z10, (CX)(R8*2)
-	VCVTPS2PH    $0x00, Z4, Y11
-	VCVTPS2PH    $0x00, Z6, Y2
-	VINSERTI64X4 $0x01, Y2, Z11, Z11
+	VCVTPS2PH    $0x00, Z5, Y11
+	VCVTPS2PH    $0x00, Z6, Y3
+	VINSERTI64X4 $0x01, Y3, Z11, Z11
 	VMOVDQU64    Z11, 64(CX)(R8*2)
 	ADDQ         $0x00000040, R8
 	JMP          scaleloopoffset
 
-scaleloopoffsetpf14:
+scaleloopoffsetpf18:
 	PREFETCHT0 (R10)(R8*2)
 	PREFETCHT0 64(R10)(R8*2)
-	JMP        scaleloopoffsetbody15
+	JMP        scaleloopoffsetbody19
 
 	PCALIGN $32
 scaleloopnoweight:
 	CMPQ  R8, R9
 	JG    scaletail
 	TESTL $0x00000002, R11
-	JNZ   scaleloopnoweightpf18
+	JNZ   scaleloopnoweightpf22
 
-scaleloopnoweightbody19:
-	VCVTPH2PS (DX)(R8*2), Z2
-	VSUBPS    Z5, Z2, Z2
-	VMULPS    Z1, Z2, Z2
-	VCVTPH2PS 32(DX)(R8*2), Z3
-	VSUBPS    Z5, Z3, Z3
-	VMULPS    Z1, Z3, Z3
-	VCVTPH2PS 64(DX)(R8*2), Z4
-	VSUBPS    Z5, Z4, Z4
-	VMULPS    Z1, Z4, Z4
+scaleloopnoweightbody23:
+	VCVTPH2PS (DX)(R8*2), Z3
+	VSUBPS    Z1, Z3, Z3
+	VMULPS    Z2, Z3, Z3
+	VCVTPH2PS 32(DX)(R8*2), Z4
+	VSUBPS    Z1, Z4, Z4
+	VMULPS    Z2, Z4, Z4
+	VCVTPH2PS 64(DX)(R8*2), Z5
+	VSUBPS    Z1, Z5, Z5
+	VMULPS    Z2, Z5, Z5
 	VCVTPH2PS 96(DX)(R8*2), Z6
-	VSUBPS    Z5, Z6, Z6
-	VMULPS    Z1, Z6, Z6
+	VSUBPS    Z1, Z6, Z6
+	VMULPS    Z2, Z6, Z6
 	MOVQ      job_bias+0(AX), R12
 	TESTQ     R12, R12
-	JZ        nobias20
-	VADDPS    (R12)(R8*4), Z2, Z2
-	VADDPS    64(R12)(R8*4), Z3, Z3
-	VADDPS    128(R12)(R8*4), Z4, Z4
+	JZ        nobias24
+	VADDPS    (R12)(R8*4), Z3, Z3
+	VADDPS    64(R12)(R8*4), Z4, Z4
+	VADDPS    128(R12)(R8*4), Z5, Z5
 	VADDPS    192(R12)(R8*4), Z6, Z6
 
-nobias20:
-	VCVTPS2PH    $0x00, Z2, Y12
-	VCVTPS2PH    $0x00, Z3, Y2
-	VINSERTI64X4 $0x01, Y2, Z12, Z12
+nobias24:
+	VCVTPS2PH    $0x00, Z3, Y12
+	VCVTPS2PH    $0x00, Z4, Y3
+	VINSERTI64X4 $0x01, Y3, Z12, Z12
 	VMOVDQU64    Z12, (CX)(R8*2)
-	VCVTPS2PH    $0x00, Z4, Y13
-	VCVTPS2PH    $0x00, Z6, Y2
-	VINSERTI64X4 $0x01, Y2, Z13, Z13
+	VCVTPS2PH    $0x00, Z5, Y13
+	VCVTPS2PH    $0x00, Z6, Y3
+	VINSERTI64X4 $0x01, Y3, Z13, Z13
 	VMOVDQU64    Z13, 64(CX)(R8*2)
 	ADDQ         $0x00000040, R8
 	JMP          scaleloopnoweight
 
-scaleloopnoweightpf18:
+scaleloopnoweightpf22:
 	PREFETCHT0 (R10)(R8*2)
 	PREFETCHT0 64(R10)(R8*2)
-	JMP        scaleloopnoweightbody19
+	JMP        scaleloopnoweightbody23
 
 scalent:
 	// Ordinary stores up to the first vector-aligned element of dst, then non-temporal ones.
@@ -9669,29 +10134,29 @@ scalent:
 scalehead:
 	CMPQ      R10, $0x00000010
 	JB        scaleheadpart
-	VCVTPH2PS (DX)(R8*2), Z2
-	VSUBPS    Z5, Z2, Z2
-	VMULPS    Z1, Z2, Z2
+	VCVTPH2PS (DX)(R8*2), Z3
+	VSUBPS    Z1, Z3, Z3
+	VMULPS    Z2, Z3, Z3
 	TESTL     $0x00000008, job_flags+0(AX)
-	JZ        notrn21
-	VCVTPS2PH $0x00, Z2, Y2
-	VCVTPH2PS Y2, Z2
+	JZ        notrn25
+	VCVTPS2PH $0x00, Z3, Y3
+	VCVTPH2PS Y3, Z3
 
-notrn21:
+notrn25:
 	TESTQ   SI, SI
-	JZ      noweight22
-	VMOVUPS (SI)(R8*4), Z3
-	VADDPS  Z0, Z3, Z3
-	VMULPS  Z3, Z2, Z2
+	JZ      noweight26
+	VMOVUPS (SI)(R8*4), Z4
+	VADDPS  Z0, Z4, Z4
+	VMULPS  Z4, Z3, Z3
 
-noweight22:
+noweight26:
 	MOVQ   job_bias+0(AX), R11
 	TESTQ  R11, R11
-	JZ     nobias23
-	VADDPS (R11)(R8*4), Z2, Z2
+	JZ     nobias27
+	VADDPS (R11)(R8*4), Z3, Z3
 
-nobias23:
-	VCVTPS2PH $0x00, Z2, (CX)(R8*2)
+nobias27:
+	VCVTPS2PH $0x00, Z3, (CX)(R8*2)
 	ADDQ      $0x00000010, R8
 	SUBQ      $0x00000010, R10
 	JZ        scalentgo
@@ -9702,10 +10167,10 @@ scaleheadpart:
 scalentgo:
 	MOVQ DI, R10
 	CMPQ job_d+0(AX), $0x00000200
-	JA   longrows24
+	JA   longrows28
 	SHLQ $0x03, R10
 
-longrows24:
+longrows28:
 	ADDQ DX, R10
 	MOVL job_flags+0(AX), R11
 
@@ -9715,74 +10180,74 @@ scalentloop:
 	JG         scaletail
 	PREFETCHT0 (R10)(R8*2)
 	PREFETCHT0 64(R10)(R8*2)
-	VCVTPH2PS  (DX)(R8*2), Z2
-	VSUBPS     Z5, Z2, Z2
-	VMULPS     Z1, Z2, Z2
-	VCVTPH2PS  32(DX)(R8*2), Z3
-	VSUBPS     Z5, Z3, Z3
-	VMULPS     Z1, Z3, Z3
-	VCVTPH2PS  64(DX)(R8*2), Z4
-	VSUBPS     Z5, Z4, Z4
-	VMULPS     Z1, Z4, Z4
+	VCVTPH2PS  (DX)(R8*2), Z3
+	VSUBPS     Z1, Z3, Z3
+	VMULPS     Z2, Z3, Z3
+	VCVTPH2PS  32(DX)(R8*2), Z4
+	VSUBPS     Z1, Z4, Z4
+	VMULPS     Z2, Z4, Z4
+	VCVTPH2PS  64(DX)(R8*2), Z5
+	VSUBPS     Z1, Z5, Z5
+	VMULPS     Z2, Z5, Z5
 	VCVTPH2PS  96(DX)(R8*2), Z6
-	VSUBPS     Z5, Z6, Z6
-	VMULPS     Z1, Z6, Z6
+	VSUBPS     Z1, Z6, Z6
+	VMULPS     Z2, Z6, Z6
 	TESTL      $0x00000008, job_flags+0(AX)
-	JZ         notrn25
-	VCVTPS2PH  $0x00, Z2, Y2
-	VCVTPH2PS  Y2, Z2
+	JZ         notrn29
 	VCVTPS2PH  $0x00, Z3, Y3
 	VCVTPH2PS  Y3, Z3
 	VCVTPS2PH  $0x00, Z4, Y4
 	VCVTPH2PS  Y4, Z4
+	VCVTPS2PH  $0x00, Z5, Y5
+	VCVTPH2PS  Y5, Z5
 	VCVTPS2PH  $0x00, Z6, Y6
 	VCVTPH2PS  Y6, Z6
 
-notrn25:
+notrn29:
 	TESTQ  SI, SI
-	JZ     weighed27
+	JZ     weighed31
 	TESTL  $0x00000010, R11
-	JNZ    offset26
-	VMULPS (SI)(R8*4), Z2, Z2
-	VMULPS 64(SI)(R8*4), Z3, Z3
-	VMULPS 128(SI)(R8*4), Z4, Z4
+	JNZ    offset30
+	VMULPS (SI)(R8*4), Z3, Z3
+	VMULPS 64(SI)(R8*4), Z4, Z4
+	VMULPS 128(SI)(R8*4), Z5, Z5
 	VMULPS 192(SI)(R8*4), Z6, Z6
 
-weighed27:
+weighed31:
 	MOVQ   job_bias+0(AX), R12
 	TESTQ  R12, R12
-	JZ     nobias28
-	VADDPS (R12)(R8*4), Z2, Z2
-	VADDPS 64(R12)(R8*4), Z3, Z3
-	VADDPS 128(R12)(R8*4), Z4, Z4
+	JZ     nobias32
+	VADDPS (R12)(R8*4), Z3, Z3
+	VADDPS 64(R12)(R8*4), Z4, Z4
+	VADDPS 128(R12)(R8*4), Z5, Z5
 	VADDPS 192(R12)(R8*4), Z6, Z6
 
-nobias28:
-	VCVTPS2PH    $0x00, Z2, Y14
-	VCVTPS2PH    $0x00, Z3, Y2
-	VINSERTI64X4 $0x01, Y2, Z14, Z14
+nobias32:
+	VCVTPS2PH    $0x00, Z3, Y14
+	VCVTPS2PH    $0x00, Z4, Y3
+	VINSERTI64X4 $0x01, Y3, Z14, Z14
 	VMOVNTDQ     Z14, (CX)(R8*2)
-	VCVTPS2PH    $0x00, Z4, Y15
-	VCVTPS2PH    $0x00, Z6, Y2
-	VINSERTI64X4 $0x01, Y2, Z15, Z15
+	VCVTPS2PH    $0x00, Z5, Y15
+	VCVTPS2PH    $0x00, Z6, Y3
+	VINSERTI64X4 $0x01, Y3, Z15, Z15
 	VMOVNTDQ     Z15, 64(CX)(R8*2)
 	ADDQ         $0x00000040, R8
 	JMP          scalentloop
 
-offset26:
+offset30:
 	VMOVUPS (SI)(R8*4), Z16
 	VADDPS  Z0, Z16, Z16
-	VMULPS  Z16, Z2, Z2
+	VMULPS  Z16, Z3, Z3
 	VMOVUPS 64(SI)(R8*4), Z16
 	VADDPS  Z0, Z16, Z16
-	VMULPS  Z16, Z3, Z3
+	VMULPS  Z16, Z4, Z4
 	VMOVUPS 128(SI)(R8*4), Z16
 	VADDPS  Z0, Z16, Z16
-	VMULPS  Z16, Z4, Z4
+	VMULPS  Z16, Z5, Z5
 	VMOVUPS 192(SI)(R8*4), Z16
 	VADDPS  Z0, Z16, Z16
 	VMULPS  Z16, Z6, Z6
-	JMP     weighed27
+	JMP     weighed31
 
 scaletail:
 	ADDQ $0x00000030, R9
@@ -9790,29 +10255,29 @@ scaletail:
 scaleone:
 	CMPQ      R8, R9
 	JG        scalepart
-	VCVTPH2PS (DX)(R8*2), Z2
-	VSUBPS    Z5, Z2, Z2
-	VMULPS    Z1, Z2, Z2
+	VCVTPH2PS (DX)(R8*2), Z3
+	VSUBPS    Z1, Z3, Z3
+	VMULPS    Z2, Z3, Z3
 	TESTL     $0x00000008, job_flags+0(AX)
-	JZ        notrn29
-	VCVTPS2PH $0x00, Z2, Y2
-	VCVTPH2PS Y2, Z2
+	JZ        notrn33
+	VCVTPS2PH $0x00, Z3, Y3
+	VCVTPH2PS Y3, Z3
 
-notrn29:
+notrn33:
 	TESTQ   SI, SI
-	JZ      noweight30
-	VMOVUPS (SI)(R8*4), Z3
-	VADDPS  Z0, Z3, Z3
-	VMULPS  Z3, Z2, Z2
+	JZ      noweight34
+	VMOVUPS (SI)(R8*4), Z4
+	VADDPS  Z0, Z4, Z4
+	VMULPS  Z4, Z3, Z3
 
-noweight30:
+noweight34:
 	MOVQ   job_bias+0(AX), R10
 	TESTQ  R10, R10
-	JZ     nobias31
-	VADDPS (R10)(R8*4), Z2, Z2
+	JZ     nobias35
+	VADDPS (R10)(R8*4), Z3, Z3
 
-nobias31:
-	VCVTPS2PH $0x00, Z2, (CX)(R8*2)
+nobias35:
+	VCVTPS2PH $0x00, Z3, (CX)(R8*2)
 	ADDQ      $0x00000010, R8
 	JMP       scaleone
 
@@ -9825,43 +10290,43 @@ scalepart:
 partout:
 	LEAQ        kmask<>+0(SB), R11
 	KMOVW       (R11)(R10*2), K1
-	VCVTPH2PS.Z (DX)(R8*2), K1, Z2
-	VSUBPS      Z5, Z2, Z2
-	VMULPS      Z2, Z1, Z2
+	VCVTPH2PS.Z (DX)(R8*2), K1, Z3
+	VSUBPS      Z1, Z3, Z3
+	VMULPS      Z3, Z2, Z3
 	TESTL       $0x00000008, job_flags+0(AX)
-	JZ          notrn32
-	VCVTPS2PH   $0x00, Z2, Y2
-	VCVTPH2PS   Y2, Z2
+	JZ          notrn36
+	VCVTPS2PH   $0x00, Z3, Y3
+	VCVTPH2PS   Y3, Z3
 
-notrn32:
+notrn36:
 	TESTQ     SI, SI
-	JZ        noweight33
-	VMOVUPS.Z (SI)(R8*4), K1, Z3
-	VADDPS    Z0, Z3, Z3
-	VMULPS    Z3, Z2, Z2
+	JZ        noweight37
+	VMOVUPS.Z (SI)(R8*4), K1, Z4
+	VADDPS    Z0, Z4, Z4
+	VMULPS    Z4, Z3, Z3
 
-noweight33:
+noweight37:
 	MOVQ      job_bias+0(AX), R11
 	TESTQ     R11, R11
-	JZ        nobias34
-	VMOVUPS.Z (R11)(R8*4), K1, Z3
-	VADDPS    Z3, Z2, Z2
+	JZ        nobias38
+	VMOVUPS.Z (R11)(R8*4), K1, Z4
+	VADDPS    Z4, Z3, Z3
 
-nobias34:
-	VCVTPS2PH $0x00, Z2, K1, (CX)(R8*2)
+nobias38:
+	VCVTPS2PH $0x00, Z3, K1, (CX)(R8*2)
 	ADDQ      R10, R8
 	CMPQ      R8, job_d+0(AX)
 	JB        scalentgo
 
 scaled:
 	ADDQ DI, DX
-	ADDQ 328(SP), CX
+	ADDQ 392(SP), CX
 	ADDQ DI, BX
-	INCQ 320(SP)
-	MOVQ 352(SP), R8
+	INCQ 384(SP)
+	MOVQ 416(SP), R8
 	INCQ R8
-	MOVQ R8, 352(SP)
-	CMPQ R8, 344(SP)
+	MOVQ R8, 416(SP)
+	CMPQ R8, 408(SP)
 	JB   scalerow
 	JMP  row
 
@@ -9872,13 +10337,13 @@ ret:
 
 vzero:
 	VZEROUPPER
-	MOVQ 320(SP), AX
+	MOVQ 384(SP), AX
 	MOVQ AX, ret+24(FP)
 	RET
 
 // func avx512ForwardLayerToBF16(j uintptr, from int, to int) int
 // Requires: AVX, AVX512BW, AVX512F, MMX+
-TEXT ·avx512ForwardLayerToBF16(SB), NOSPLIT, $384-32
+TEXT ·avx512ForwardLayerToBF16(SB), NOSPLIT, $448-32
 	// avx512ForwardLayerToBF16 normalizes rows [from, to) of the job: LayerNorm on float32 rows into BF16 rows: y = round16(((x-m)*inv)*w + b), round16(((x-m)*inv)*(1+w) + b) with flagOffset, or round16((x-m)*inv + b) with w nil (with flagRN and a weight, round16((x-m)*inv) in place of ((x-m)*inv)), m the row's mean with flagCenter (else +0; stored to mean[r] when mean is not nil), b the bias (nothing added when it is nil), for each row; with res, h = x + res and res = h per element first, and h in place of x.
 	// It stops before the first row that needs the float64 path and returns that row's index, or to.
 	MOVQ  j+0(FP), AX
@@ -9895,7 +10360,7 @@ rowsset:
 	SHLQ         $0x02, DI
 	MOVQ         job_dstStride+0(AX), R8
 	SHLQ         $0x01, R8
-	MOVQ         R8, 328(SP)
+	MOVQ         R8, 392(SP)
 	VMOVDQU64    oddwords<>+0(SB), Z5
 	VPBROADCASTD avx512bfone<>+0(SB), Z0
 	VPBROADCASTD avx512bfbias<>+0(SB), Z1
@@ -9907,7 +10372,7 @@ rowsset:
 	MOVQ       job_d+0(AX), R8
 	VMOVSS     one<>+0(SB), X6
 	VCVTSI2SSQ R8, X6, X6
-	VMOVSS     X6, 376(SP)
+	VMOVSS     X6, 440(SP)
 	XORL       R10, R10
 	LEAQ       -1(R8), R9
 	TESTQ      R8, R9
@@ -9918,7 +10383,7 @@ rowsset:
 	SHLL       $0x17, R10
 
 notpow2:
-	MOVL         R10, 380(SP)
+	MOVL         R10, 444(SP)
 	VBROADCASTSS one<>+0(SB), Z6
 	TESTL        $0x00000010, job_flags+0(AX)
 	JNZ          weightadd1
@@ -9927,118 +10392,178 @@ notpow2:
 weightadd1:
 	// Start at row from.
 	MOVQ  from+8(FP), R8
-	MOVQ  R8, 320(SP)
-	MOVQ  $0x00000000, 336(SP)
+	MOVQ  R8, 384(SP)
+	MOVQ  $0x00000000, 400(SP)
 	MOVQ  R8, R9
-	IMULQ 328(SP), R9
+	IMULQ 392(SP), R9
 	ADDQ  R9, CX
 	IMULQ DI, R8
 	ADDQ  R8, DX
 	ADDQ  R8, BX
 
 row:
-	MOVQ  320(SP), R8
+	MOVQ  384(SP), R8
 	CMPQ  R8, to+16(FP)
 	JAE   ret
-	MOVQ  $0x00000001, 344(SP)
+	MOVQ  $0x00000001, 408(SP)
 	CMPQ  job_res+0(AX), $0x00
 	JNE   addsum
+	TESTL $0x00000200, job_flags+0(AX)
+	JZ    sum
+	CMPQ  400(SP), $0x00
+	JE    trygroup
+	DECQ  400(SP)
+	JMP   sum
+
+trygroup:
+	CMPQ job_d+0(AX), $0x00000200
+	JA   sum
+	MOVQ to+16(FP), R8
+	SUBQ 384(SP), R8
+	CMPQ R8, $0x04
+	JB   sum
+	MOVQ $0x00000004, 408(SP)
+
+sum:
 	TESTL $0x00000020, job_flags+0(AX)
 	JZ    nocenter
 	MOVQ  DX, R8
+	XORQ  R9, R9
 
+meanrow:
 	// Sum of the elements: element i goes to partial i%64.
-	MOVQ    job_d+0(AX), R10
-	SUBQ    $0x00000040, R10
+	MOVQ    job_d+0(AX), R11
+	SUBQ    $0x00000040, R11
 	JGE     firstblock
-	VMOVUPS zero64<>+0(SB), Z7
 	VMOVUPS zero64<>+0(SB), Z8
 	VMOVUPS zero64<>+0(SB), Z9
 	VMOVUPS zero64<>+0(SB), Z10
-	XORQ    R9, R9
+	VMOVUPS zero64<>+0(SB), Z11
+	XORQ    R10, R10
 	JMP     sumtail
 
 firstblock:
 	// +0 + square is the square itself: the first block initializes the partials.
-	XORQ    R9, R9
-	VMOVUPS (R8)(R9*4), Z7
-	VADDPS  zero64<>+0(SB), Z7, Z7
-	VMOVUPS 64(R8)(R9*4), Z8
+	XORQ    R10, R10
+	VMOVUPS (R8)(R10*4), Z8
 	VADDPS  zero64<>+0(SB), Z8, Z8
-	VMOVUPS 128(R8)(R9*4), Z9
+	VMOVUPS 64(R8)(R10*4), Z9
 	VADDPS  zero64<>+0(SB), Z9, Z9
-	VMOVUPS 192(R8)(R9*4), Z10
+	VMOVUPS 128(R8)(R10*4), Z10
 	VADDPS  zero64<>+0(SB), Z10, Z10
-	MOVQ    $0x00000040, R9
+	VMOVUPS 192(R8)(R10*4), Z11
+	VADDPS  zero64<>+0(SB), Z11, Z11
+	MOVQ    $0x00000040, R10
 
 	PCALIGN $32
 sumloop:
-	CMPQ    R9, R10
+	CMPQ    R10, R11
 	JG      sumtail
-	VMOVUPS (R8)(R9*4), Z11
-	VADDPS  Z11, Z7, Z7
-	VMOVUPS 64(R8)(R9*4), Z11
-	VADDPS  Z11, Z8, Z8
-	VMOVUPS 128(R8)(R9*4), Z11
-	VADDPS  Z11, Z9, Z9
-	VMOVUPS 192(R8)(R9*4), Z11
-	VADDPS  Z11, Z10, Z10
-	ADDQ    $0x00000040, R9
+	VMOVUPS (R8)(R10*4), Z12
+	VADDPS  Z12, Z8, Z8
+	VMOVUPS 64(R8)(R10*4), Z12
+	VADDPS  Z12, Z9, Z9
+	VMOVUPS 128(R8)(R10*4), Z12
+	VADDPS  Z12, Z10, Z10
+	VMOVUPS 192(R8)(R10*4), Z12
+	VADDPS  Z12, Z11, Z11
+	ADDQ    $0x00000040, R10
 	JMP     sumloop
 
 sumtail:
 	// Fewer than 64 elements remain (AVX2, 16-bit: or i is past d, the copied end summed).
-	MOVQ job_d+0(AX), R10
-	SUBQ R9, R10
+	MOVQ job_d+0(AX), R11
+	SUBQ R10, R11
 	JZ   summed
-	LEAQ kmask<>+0(SB), R11
-	MOVQ R10, R12
-	CMPQ R12, $0x00000010
+	LEAQ kmask<>+0(SB), R12
+	MOVQ R11, R13
+	CMPQ R13, $0x00000010
 	JLE  tailmask0
-	MOVQ $0x00000010, R12
+	MOVQ $0x00000010, R13
 
 tailmask0:
-	KMOVW     (R11)(R12*2), K1
-	VMOVUPS.Z (R8)(R9*4), K1, Z11
-	VADDPS    Z11, Z7, Z7
-	MOVQ      R10, R12
-	SUBQ      $0x00000010, R12
+	KMOVW     (R12)(R13*2), K1
+	VMOVUPS.Z (R8)(R10*4), K1, Z12
+	VADDPS    Z12, Z8, Z8
+	MOVQ      R11, R13
+	SUBQ      $0x00000010, R13
 	JLE       summed
-	CMPQ      R12, $0x00000010
+	CMPQ      R13, $0x00000010
 	JLE       tailmask1
-	MOVQ      $0x00000010, R12
+	MOVQ      $0x00000010, R13
 
 tailmask1:
-	KMOVW     (R11)(R12*2), K1
-	VMOVUPS.Z 64(R8)(R9*4), K1, Z11
-	VADDPS    Z11, Z8, Z8
-	MOVQ      R10, R12
-	SUBQ      $0x00000020, R12
+	KMOVW     (R12)(R13*2), K1
+	VMOVUPS.Z 64(R8)(R10*4), K1, Z12
+	VADDPS    Z12, Z9, Z9
+	MOVQ      R11, R13
+	SUBQ      $0x00000020, R13
 	JLE       summed
-	CMPQ      R12, $0x00000010
+	CMPQ      R13, $0x00000010
 	JLE       tailmask2
-	MOVQ      $0x00000010, R12
+	MOVQ      $0x00000010, R13
 
 tailmask2:
-	KMOVW     (R11)(R12*2), K1
-	VMOVUPS.Z 128(R8)(R9*4), K1, Z11
-	VADDPS    Z11, Z9, Z9
-	SUBQ      $0x00000030, R10
+	KMOVW     (R12)(R13*2), K1
+	VMOVUPS.Z 128(R8)(R10*4), K1, Z12
+	VADDPS    Z12, Z10, Z10
+	SUBQ      $0x00000030, R11
 	JLE       summed
-	CMPQ      R10, $0x00000010
+	CMPQ      R11, $0x00000010
 	JLE       tailmask3
-	MOVQ      $0x00000010, R10
+	MOVQ      $0x00000010, R11
 
 tailmask3:
-	KMOVW     (R11)(R10*2), K1
-	VMOVUPS.Z 192(R8)(R9*4), K1, Z11
-	VADDPS    Z11, Z10, Z10
+	KMOVW     (R12)(R11*2), K1
+	VMOVUPS.Z 192(R8)(R10*4), K1, Z12
+	VADDPS    Z12, Z11, Z11
 
 summed:
-	VADDPS Z9, Z7, Z7
-	VADDPS Z10, Z8, Z8
-	VADDPS Z8, Z7, Z7
-	JMP    mean
+	VADDPS  Z10, Z8, Z8
+	VADDPS  Z11, Z9, Z9
+	VADDPS  Z9, Z8, Z8
+	CMPQ    408(SP), $0x01
+	JE      mean
+	VMOVUPS Z8, (SP)(R9*1)
+	ADDQ    DI, R8
+	ADDQ    $0x00000040, R9
+	CMPQ    R9, $0x00000100
+	JB      meanrow
+
+	// The rest of the halving tree for the group's sums, and their means.
+	VMOVUPS       (SP), Z8
+	VMOVUPS       64(SP), Z9
+	VMOVUPS       128(SP), Z10
+	VMOVUPS       192(SP), Z11
+	VSHUFF64X2    $0x44, Z9, Z8, Z12
+	VSHUFF64X2    $0xee, Z9, Z8, Z8
+	VADDPS        Z8, Z12, Z12
+	VSHUFF64X2    $0x44, Z11, Z10, Z8
+	VSHUFF64X2    $0xee, Z11, Z10, Z9
+	VADDPS        Z9, Z8, Z8
+	VSHUFF32X4    $0x88, Z8, Z12, Z9
+	VSHUFF32X4    $0xdd, Z8, Z12, Z8
+	VADDPS        Z8, Z9, Z9
+	VPERMILPS     $0x4e, Z9, Z8
+	VADDPS        Z8, Z9, Z9
+	VPERMILPS     $0xb1, Z9, Z8
+	VADDPS        Z8, Z9, Z9
+	MOVL          $0x00001111, R8
+	KMOVW         R8, K1
+	VCOMPRESSPS.Z Z9, K1, Z8
+	CMPL          444(SP), $0x00
+	JE            divide2
+	VBROADCASTSS  444(SP), Z9
+	VMULPS        Z9, Z8, Z8
+	JMP           divided3
+
+divide2:
+	VBROADCASTSS 440(SP), Z9
+	VDIVPS       Z9, Z8, Z8
+
+divided3:
+	VMOVUPS Z8, 320(SP)
+	JMP     centered
 
 addsum:
 	MOVQ BX, R8
@@ -10048,10 +10573,10 @@ addsum:
 	MOVQ    job_d+0(AX), R11
 	SUBQ    $0x00000040, R11
 	JGE     addfirstblock
-	VMOVUPS zero64<>+0(SB), Z7
 	VMOVUPS zero64<>+0(SB), Z8
 	VMOVUPS zero64<>+0(SB), Z9
 	VMOVUPS zero64<>+0(SB), Z10
+	VMOVUPS zero64<>+0(SB), Z11
 	XORQ    R10, R10
 	JMP     addsumtail
 
@@ -10061,41 +10586,41 @@ addfirstblock:
 	VMOVUPS (R8)(R10*4), Z7
 	VADDPS  (R9)(R10*4), Z7, Z7
 	VMOVUPS Z7, (R9)(R10*4)
-	VADDPS  zero64<>+0(SB), Z7, Z7
-	VMOVUPS 64(R8)(R10*4), Z8
-	VADDPS  64(R9)(R10*4), Z8, Z8
-	VMOVUPS Z8, 64(R9)(R10*4)
-	VADDPS  zero64<>+0(SB), Z8, Z8
-	VMOVUPS 128(R8)(R10*4), Z9
-	VADDPS  128(R9)(R10*4), Z9, Z9
-	VMOVUPS Z9, 128(R9)(R10*4)
-	VADDPS  zero64<>+0(SB), Z9, Z9
-	VMOVUPS 192(R8)(R10*4), Z10
-	VADDPS  192(R9)(R10*4), Z10, Z10
-	VMOVUPS Z10, 192(R9)(R10*4)
-	VADDPS  zero64<>+0(SB), Z10, Z10
+	VADDPS  zero64<>+0(SB), Z7, Z8
+	VMOVUPS 64(R8)(R10*4), Z7
+	VADDPS  64(R9)(R10*4), Z7, Z7
+	VMOVUPS Z7, 64(R9)(R10*4)
+	VADDPS  zero64<>+0(SB), Z7, Z9
+	VMOVUPS 128(R8)(R10*4), Z7
+	VADDPS  128(R9)(R10*4), Z7, Z7
+	VMOVUPS Z7, 128(R9)(R10*4)
+	VADDPS  zero64<>+0(SB), Z7, Z10
+	VMOVUPS 192(R8)(R10*4), Z7
+	VADDPS  192(R9)(R10*4), Z7, Z7
+	VMOVUPS Z7, 192(R9)(R10*4)
+	VADDPS  zero64<>+0(SB), Z7, Z11
 	MOVQ    $0x00000040, R10
 
 	PCALIGN $32
 addsumloop:
 	CMPQ    R10, R11
 	JG      addsumtail
-	VMOVUPS (R8)(R10*4), Z11
-	VADDPS  (R9)(R10*4), Z11, Z11
-	VMOVUPS Z11, (R9)(R10*4)
-	VADDPS  Z11, Z7, Z7
-	VMOVUPS 64(R8)(R10*4), Z11
-	VADDPS  64(R9)(R10*4), Z11, Z11
-	VMOVUPS Z11, 64(R9)(R10*4)
-	VADDPS  Z11, Z8, Z8
-	VMOVUPS 128(R8)(R10*4), Z11
-	VADDPS  128(R9)(R10*4), Z11, Z11
-	VMOVUPS Z11, 128(R9)(R10*4)
-	VADDPS  Z11, Z9, Z9
-	VMOVUPS 192(R8)(R10*4), Z11
-	VADDPS  192(R9)(R10*4), Z11, Z11
-	VMOVUPS Z11, 192(R9)(R10*4)
-	VADDPS  Z11, Z10, Z10
+	VMOVUPS (R8)(R10*4), Z7
+	VADDPS  (R9)(R10*4), Z7, Z7
+	VMOVUPS Z7, (R9)(R10*4)
+	VADDPS  Z7, Z8, Z8
+	VMOVUPS 64(R8)(R10*4), Z7
+	VADDPS  64(R9)(R10*4), Z7, Z7
+	VMOVUPS Z7, 64(R9)(R10*4)
+	VADDPS  Z7, Z9, Z9
+	VMOVUPS 128(R8)(R10*4), Z7
+	VADDPS  128(R9)(R10*4), Z7, Z7
+	VMOVUPS Z7, 128(R9)(R10*4)
+	VADDPS  Z7, Z10, Z10
+	VMOVUPS 192(R8)(R10*4), Z7
+	VADDPS  192(R9)(R10*4), Z7, Z7
+	VMOVUPS Z7, 192(R9)(R10*4)
+	VADDPS  Z7, Z11, Z11
 	ADDQ    $0x00000040, R10
 	JMP     addsumloop
 
@@ -10112,11 +10637,11 @@ addsumtail:
 
 addtailmask0:
 	KMOVW     (R12)(R13*2), K1
-	VMOVUPS.Z (R8)(R10*4), K1, Z11
+	VMOVUPS.Z (R8)(R10*4), K1, Z7
 	VMOVUPS.Z (R9)(R10*4), K1, Z12
-	VADDPS    Z12, Z11, Z11
-	VMOVUPS   Z11, K1, (R9)(R10*4)
-	VADDPS    Z11, Z7, Z7
+	VADDPS    Z12, Z7, Z7
+	VMOVUPS   Z7, K1, (R9)(R10*4)
+	VADDPS    Z7, Z8, Z8
 	MOVQ      R11, R13
 	SUBQ      $0x00000010, R13
 	JLE       addsummed
@@ -10126,11 +10651,11 @@ addtailmask0:
 
 addtailmask1:
 	KMOVW     (R12)(R13*2), K1
-	VMOVUPS.Z 64(R8)(R10*4), K1, Z11
+	VMOVUPS.Z 64(R8)(R10*4), K1, Z7
 	VMOVUPS.Z 64(R9)(R10*4), K1, Z12
-	VADDPS    Z12, Z11, Z11
-	VMOVUPS   Z11, K1, 64(R9)(R10*4)
-	VADDPS    Z11, Z8, Z8
+	VADDPS    Z12, Z7, Z7
+	VMOVUPS   Z7, K1, 64(R9)(R10*4)
+	VADDPS    Z7, Z9, Z9
 	MOVQ      R11, R13
 	SUBQ      $0x00000020, R13
 	JLE       addsummed
@@ -10140,11 +10665,11 @@ addtailmask1:
 
 addtailmask2:
 	KMOVW     (R12)(R13*2), K1
-	VMOVUPS.Z 128(R8)(R10*4), K1, Z11
+	VMOVUPS.Z 128(R8)(R10*4), K1, Z7
 	VMOVUPS.Z 128(R9)(R10*4), K1, Z12
-	VADDPS    Z12, Z11, Z11
-	VMOVUPS   Z11, K1, 128(R9)(R10*4)
-	VADDPS    Z11, Z9, Z9
+	VADDPS    Z12, Z7, Z7
+	VMOVUPS   Z7, K1, 128(R9)(R10*4)
+	VADDPS    Z7, Z10, Z10
 	SUBQ      $0x00000030, R11
 	JLE       addsummed
 	CMPQ      R11, $0x00000010
@@ -10153,219 +10678,238 @@ addtailmask2:
 
 addtailmask3:
 	KMOVW     (R12)(R11*2), K1
-	VMOVUPS.Z 192(R8)(R10*4), K1, Z11
+	VMOVUPS.Z 192(R8)(R10*4), K1, Z7
 	VMOVUPS.Z 192(R9)(R10*4), K1, Z12
-	VADDPS    Z12, Z11, Z11
-	VMOVUPS   Z11, K1, 192(R9)(R10*4)
-	VADDPS    Z11, Z10, Z10
+	VADDPS    Z12, Z7, Z7
+	VMOVUPS   Z7, K1, 192(R9)(R10*4)
+	VADDPS    Z7, Z11, Z11
 
 addsummed:
-	VADDPS Z9, Z7, Z7
 	VADDPS Z10, Z8, Z8
-	VADDPS Z8, Z7, Z7
+	VADDPS Z11, Z9, Z9
+	VADDPS Z9, Z8, Z8
 
 mean:
-	VSHUFF64X2 $0xee, Z7, Z7, Z8
-	VADDPS     Z8, Z7, Z7
-	VSHUFF32X4 $0x01, Z7, Z7, Z8
-	VADDPS     Z8, Z7, Z7
-	VPERMILPS  $0x4e, Z7, Z8
-	VADDPS     Z8, Z7, Z7
-	VPERMILPS  $0xb1, Z7, Z8
-	VADDPS     Z8, Z7, Z7
+	VSHUFF64X2 $0xee, Z8, Z8, Z7
+	VADDPS     Z7, Z8, Z8
+	VSHUFF32X4 $0x01, Z8, Z8, Z7
+	VADDPS     Z7, Z8, Z8
+	VPERMILPS  $0x4e, Z8, Z7
+	VADDPS     Z7, Z8, Z8
+	VPERMILPS  $0xb1, Z8, Z7
+	VADDPS     Z7, Z8, Z8
 	TESTL      $0x00000020, job_flags+0(AX)
 	JZ         nocenter
 
 	// A row whose sum is not finite (s-s is NaN) takes the float64 path; else m = s/d.
-	VSUBSS   X7, X7, X8
-	VUCOMISS X8, X8
+	VSUBSS   X8, X8, X7
+	VUCOMISS X7, X7
 	JPS      ret
-	CMPL     380(SP), $0x00
-	JE       divide2
-	VMULSS   380(SP), X7, X8
-	JMP      divided3
+	CMPL     444(SP), $0x00
+	JE       divide4
+	VMULSS   444(SP), X8, X7
+	JMP      divided5
 
-divide2:
-	VDIVSS 376(SP), X7, X8
+divide4:
+	VDIVSS 440(SP), X8, X7
 
-divided3:
-	VBROADCASTSS X8, Z11
+divided5:
+	VBROADCASTSS X7, Z7
 	JMP          centered
 
 nocenter:
-	VMOVUPS zero64<>+0(SB), Z11
+	VMOVUPS zero64<>+0(SB), Z7
+	VMOVUPS Z7, 320(SP)
 
 centered:
 	MOVQ DX, R8
+	XORQ R9, R9
+	CMPQ 408(SP), $0x01
+	JE   sqrow
 
+sqnext:
+	MOVQ         R9, R10
+	SHRQ         $0x06, R10
+	VBROADCASTSS 320(SP)(R10*4), Z7
+
+sqrow:
 	// Sum of the squares of x - m: element i goes to partial i%64.
-	MOVQ    job_d+0(AX), R10
-	SUBQ    $0x00000040, R10
+	MOVQ    job_d+0(AX), R11
+	SUBQ    $0x00000040, R11
 	JGE     sqfirstblock
-	VMOVUPS zero64<>+0(SB), Z7
 	VMOVUPS zero64<>+0(SB), Z8
 	VMOVUPS zero64<>+0(SB), Z9
 	VMOVUPS zero64<>+0(SB), Z10
-	XORQ    R9, R9
+	VMOVUPS zero64<>+0(SB), Z11
+	XORQ    R10, R10
 	JMP     sqsumtail
 
 sqfirstblock:
 	// +0 + square is the square itself: the first block initializes the partials.
-	XORQ    R9, R9
-	VMOVUPS (R8)(R9*4), Z7
-	VSUBPS  Z11, Z7, Z7
-	VMULPS  Z7, Z7, Z7
-	VMOVUPS 64(R8)(R9*4), Z8
-	VSUBPS  Z11, Z8, Z8
+	XORQ    R10, R10
+	VMOVUPS (R8)(R10*4), Z8
+	VSUBPS  Z7, Z8, Z8
 	VMULPS  Z8, Z8, Z8
-	VMOVUPS 128(R8)(R9*4), Z9
-	VSUBPS  Z11, Z9, Z9
+	VMOVUPS 64(R8)(R10*4), Z9
+	VSUBPS  Z7, Z9, Z9
 	VMULPS  Z9, Z9, Z9
-	VMOVUPS 192(R8)(R9*4), Z10
-	VSUBPS  Z11, Z10, Z10
+	VMOVUPS 128(R8)(R10*4), Z10
+	VSUBPS  Z7, Z10, Z10
 	VMULPS  Z10, Z10, Z10
-	MOVQ    $0x00000040, R9
+	VMOVUPS 192(R8)(R10*4), Z11
+	VSUBPS  Z7, Z11, Z11
+	VMULPS  Z11, Z11, Z11
+	MOVQ    $0x00000040, R10
 
 	// With flagPF, the rows ahead are prefetched: one loop for both, the flag tested per block.
-	MOVQ DI, R11
+	MOVQ DI, R12
 	CMPQ job_d+0(AX), $0x00000200
-	JA   longrows4
-	SHLQ $0x03, R11
+	JA   longrows6
+	SHLQ $0x03, R12
 
-longrows4:
-	ADDQ R8, R11
-	MOVL job_flags+0(AX), R12
+longrows6:
+	ADDQ R8, R12
+	MOVL job_flags+0(AX), R13
 
 	PCALIGN $32
 sqsumloop:
-	CMPQ  R9, R10
+	CMPQ  R10, R11
 	JG    sqsumtail
-	TESTL $0x00000002, R12
+	TESTL $0x00000002, R13
 	JNZ   sqsumpf
 
 sqsumblock:
-	VMOVUPS (R8)(R9*4), Z12
-	VSUBPS  Z11, Z12, Z12
-	VMULPS  Z12, Z12, Z12
-	VADDPS  Z12, Z7, Z7
-	VMOVUPS 64(R8)(R9*4), Z12
-	VSUBPS  Z11, Z12, Z12
+	VMOVUPS (R8)(R10*4), Z12
+	VSUBPS  Z7, Z12, Z12
 	VMULPS  Z12, Z12, Z12
 	VADDPS  Z12, Z8, Z8
-	VMOVUPS 128(R8)(R9*4), Z12
-	VSUBPS  Z11, Z12, Z12
+	VMOVUPS 64(R8)(R10*4), Z12
+	VSUBPS  Z7, Z12, Z12
 	VMULPS  Z12, Z12, Z12
 	VADDPS  Z12, Z9, Z9
-	VMOVUPS 192(R8)(R9*4), Z12
-	VSUBPS  Z11, Z12, Z12
+	VMOVUPS 128(R8)(R10*4), Z12
+	VSUBPS  Z7, Z12, Z12
 	VMULPS  Z12, Z12, Z12
 	VADDPS  Z12, Z10, Z10
-	ADDQ    $0x00000040, R9
+	VMOVUPS 192(R8)(R10*4), Z12
+	VSUBPS  Z7, Z12, Z12
+	VMULPS  Z12, Z12, Z12
+	VADDPS  Z12, Z11, Z11
+	ADDQ    $0x00000040, R10
 	JMP     sqsumloop
 
 	// Out of the loop's way: the prefetches, whose flag is usually clear.
 sqsumpf:
-	PREFETCHT0 (R11)(R9*4)
-	PREFETCHT0 64(R11)(R9*4)
-	PREFETCHT0 128(R11)(R9*4)
-	PREFETCHT0 192(R11)(R9*4)
+	PREFETCHT0 (R12)(R10*4)
+	PREFETCHT0 64(R12)(R10*4)
+	PREFETCHT0 128(R12)(R10*4)
+	PREFETCHT0 192(R12)(R10*4)
 	JMP        sqsumblock
 
 sqsumtail:
 	// Fewer than 64 elements remain (AVX2, 16-bit: or i is past d, the copied end summed).
-	MOVQ job_d+0(AX), R10
-	SUBQ R9, R10
+	MOVQ job_d+0(AX), R11
+	SUBQ R10, R11
 	JZ   sqsummed
-	LEAQ kmask<>+0(SB), R11
-	MOVQ R10, R12
-	CMPQ R12, $0x00000010
+	LEAQ kmask<>+0(SB), R12
+	MOVQ R11, R13
+	CMPQ R13, $0x00000010
 	JLE  sqtailmask0
-	MOVQ $0x00000010, R12
+	MOVQ $0x00000010, R13
 
 sqtailmask0:
-	KMOVW     (R11)(R12*2), K1
-	VMOVUPS.Z (R8)(R9*4), K1, Z12
-	VSUBPS.Z  Z11, Z12, K1, Z12
-	VMULPS    Z12, Z12, Z12
-	VADDPS    Z12, Z7, Z7
-	MOVQ      R10, R12
-	SUBQ      $0x00000010, R12
-	JLE       sqsummed
-	CMPQ      R12, $0x00000010
-	JLE       sqtailmask1
-	MOVQ      $0x00000010, R12
-
-sqtailmask1:
-	KMOVW     (R11)(R12*2), K1
-	VMOVUPS.Z 64(R8)(R9*4), K1, Z12
-	VSUBPS.Z  Z11, Z12, K1, Z12
+	KMOVW     (R12)(R13*2), K1
+	VMOVUPS.Z (R8)(R10*4), K1, Z12
+	VSUBPS.Z  Z7, Z12, K1, Z12
 	VMULPS    Z12, Z12, Z12
 	VADDPS    Z12, Z8, Z8
-	MOVQ      R10, R12
-	SUBQ      $0x00000020, R12
+	MOVQ      R11, R13
+	SUBQ      $0x00000010, R13
 	JLE       sqsummed
-	CMPQ      R12, $0x00000010
-	JLE       sqtailmask2
-	MOVQ      $0x00000010, R12
+	CMPQ      R13, $0x00000010
+	JLE       sqtailmask1
+	MOVQ      $0x00000010, R13
 
-sqtailmask2:
-	KMOVW     (R11)(R12*2), K1
-	VMOVUPS.Z 128(R8)(R9*4), K1, Z12
-	VSUBPS.Z  Z11, Z12, K1, Z12
+sqtailmask1:
+	KMOVW     (R12)(R13*2), K1
+	VMOVUPS.Z 64(R8)(R10*4), K1, Z12
+	VSUBPS.Z  Z7, Z12, K1, Z12
 	VMULPS    Z12, Z12, Z12
 	VADDPS    Z12, Z9, Z9
-	SUBQ      $0x00000030, R10
+	MOVQ      R11, R13
+	SUBQ      $0x00000020, R13
 	JLE       sqsummed
-	CMPQ      R10, $0x00000010
-	JLE       sqtailmask3
-	MOVQ      $0x00000010, R10
+	CMPQ      R13, $0x00000010
+	JLE       sqtailmask2
+	MOVQ      $0x00000010, R13
 
-sqtailmask3:
-	KMOVW     (R11)(R10*2), K1
-	VMOVUPS.Z 192(R8)(R9*4), K1, Z12
-	VSUBPS.Z  Z11, Z12, K1, Z12
+sqtailmask2:
+	KMOVW     (R12)(R13*2), K1
+	VMOVUPS.Z 128(R8)(R10*4), K1, Z12
+	VSUBPS.Z  Z7, Z12, K1, Z12
 	VMULPS    Z12, Z12, Z12
 	VADDPS    Z12, Z10, Z10
+	SUBQ      $0x00000030, R11
+	JLE       sqsummed
+	CMPQ      R11, $0x00000010
+	JLE       sqtailmask3
+	MOVQ      $0x00000010, R11
+
+sqtailmask3:
+	KMOVW     (R12)(R11*2), K1
+	VMOVUPS.Z 192(R8)(R10*4), K1, Z12
+	VSUBPS.Z  Z7, Z12, K1, Z12
+	VMULPS    Z12, Z12, Z12
+	VADDPS    Z12, Z11, Z11
 
 sqsummed:
-	VADDPS Z9, Z7, Z7
-	VADDPS Z10, Z8, Z8
-	VADDPS Z8, Z7, Z7
+	VADDPS  Z10, Z8, Z8
+	VADDPS  Z11, Z9, Z9
+	VADDPS  Z9, Z8, Z8
+	CMPQ    408(SP), $0x01
+	JE      invone
+	VMOVUPS Z8, (SP)(R9*1)
+	ADDQ    DI, R8
+	ADDQ    $0x00000040, R9
+	CMPQ    R9, $0x00000100
+	JB      sqnext
+	JMP     invgroup
 
+invone:
 	// Halving tree: p[j] += p[j+h] for the remaining h, down to ss.
-	VSHUFF64X2 $0xee, Z7, Z7, Z8
-	VADDPS     Z8, Z7, Z7
-	VSHUFF32X4 $0x01, Z7, Z7, Z8
-	VADDPS     Z8, Z7, Z7
-	VPERMILPS  $0x4e, Z7, Z8
-	VADDPS     Z8, Z7, Z7
-	VPERMILPS  $0xb1, Z7, Z8
-	VADDPS     Z8, Z7, Z7
+	VSHUFF64X2 $0xee, Z8, Z8, Z9
+	VADDPS     Z9, Z8, Z8
+	VSHUFF32X4 $0x01, Z8, Z8, Z9
+	VADDPS     Z9, Z8, Z8
+	VPERMILPS  $0x4e, Z8, Z9
+	VADDPS     Z9, Z8, Z8
+	VPERMILPS  $0xb1, Z8, Z9
+	VADDPS     Z9, Z8, Z8
 
 	// t = ss/d + eps; rows with t outside [2^-100, MaxFloat32] take the float64 path.
-	CMPL   380(SP), $0x00
-	JE     divide5
-	VMULSS 380(SP), X7, X7
-	JMP    divided6
+	CMPL   444(SP), $0x00
+	JE     divide7
+	VMULSS 444(SP), X8, X8
+	JMP    divided8
 
-divide5:
-	VDIVSS 376(SP), X7, X7
+divide7:
+	VDIVSS 440(SP), X8, X8
 
-divided6:
-	VADDSS   job_eps+0(AX), X7, X7
-	VUCOMISS tlo<>+0(SB), X7
+divided8:
+	VADDSS   job_eps+0(AX), X8, X8
+	VUCOMISS tlo<>+0(SB), X8
 	JCS      ret
-	VUCOMISS tmax<>+0(SB), X7
+	VUCOMISS tmax<>+0(SB), X8
 	JHI      ret
-	VSQRTSS  X7, X7, X7
+	VSQRTSS  X8, X8, X8
 	VMOVSS   one<>+0(SB), X13
-	VDIVSS   X7, X13, X13
+	VDIVSS   X8, X13, X13
 
 	// Report 1/rms if asked.
 	MOVQ   job_inv+0(AX), R8
 	TESTQ  R8, R8
 	JZ     reportmean
-	MOVQ   320(SP), R9
+	MOVQ   384(SP), R9
 	VMOVSS X13, (R8)(R9*4)
 
 reportmean:
@@ -10373,19 +10917,95 @@ reportmean:
 	MOVQ   job_mean+0(AX), R8
 	TESTQ  R8, R8
 	JZ     scale
-	MOVQ   320(SP), R9
-	VMOVSS X11, (R8)(R9*4)
+	MOVQ   384(SP), R9
+	VMOVSS X7, (R8)(R9*4)
+	JMP    scale
+
+invgroup:
+	// The rest of the halving tree, four rows at once.
+	VMOVUPS       (SP), Z8
+	VMOVUPS       64(SP), Z9
+	VMOVUPS       128(SP), Z10
+	VMOVUPS       192(SP), Z11
+	VSHUFF64X2    $0x44, Z9, Z8, Z12
+	VSHUFF64X2    $0xee, Z9, Z8, Z8
+	VADDPS        Z8, Z12, Z12
+	VSHUFF64X2    $0x44, Z11, Z10, Z8
+	VSHUFF64X2    $0xee, Z11, Z10, Z9
+	VADDPS        Z9, Z8, Z8
+	VSHUFF32X4    $0x88, Z8, Z12, Z9
+	VSHUFF32X4    $0xdd, Z8, Z12, Z8
+	VADDPS        Z8, Z9, Z9
+	VPERMILPS     $0x4e, Z9, Z8
+	VADDPS        Z8, Z9, Z9
+	VPERMILPS     $0xb1, Z9, Z8
+	VADDPS        Z8, Z9, Z9
+	MOVL          $0x00001111, R8
+	KMOVW         R8, K1
+	VCOMPRESSPS.Z Z9, K1, Z8
+
+	// t = ss/d + eps for the four rows; any t outside [2^-100, MaxFloat32] sends the group to the one-row path.
+	CMPL         444(SP), $0x00
+	JE           divide9
+	VBROADCASTSS 444(SP), Z9
+	VMULPS       Z9, Z8, Z8
+	JMP          divided10
+
+divide9:
+	VBROADCASTSS 440(SP), Z9
+	VDIVPS       Z9, Z8, Z8
+
+divided10:
+	VBROADCASTSS job_eps+0(AX), Z9
+	VADDPS       Z9, Z8, Z8
+	MOVL         $0x0000000f, R8
+	KMOVW        R8, K1
+	VBROADCASTSS tlo<>+0(SB), Z9
+	VBROADCASTSS tmax<>+0(SB), Z10
+	VCMPPS       $0x1d, Z9, Z8, K1, K1
+	VCMPPS       $0x12, Z10, Z8, K1, K1
+	KMOVW        K1, R8
+	CMPL         R8, $0x0f
+	JE           ginrange
+	MOVQ         $0x00000004, 400(SP)
+	JMP          row
+
+ginrange:
+	VSQRTPS      Z8, Z8
+	VBROADCASTSS one<>+0(SB), Z13
+	VDIVPS       Z8, Z13, Z13
+
+	// Report 1/rms if asked.
+	MOVQ    job_inv+0(AX), R8
+	TESTQ   R8, R8
+	JZ      reportmeans
+	MOVQ    384(SP), R9
+	MOVL    $0x0000000f, R10
+	KMOVW   R10, K1
+	VMOVUPS Z13, K1, (R8)(R9*4)
+
+reportmeans:
+	// Report the mean if asked.
+	MOVQ    job_mean+0(AX), R8
+	TESTQ   R8, R8
+	JZ      scale
+	MOVQ    384(SP), R9
+	VMOVUPS 320(SP), Z8
+	MOVL    $0x0000000f, R10
+	KMOVW   R10, K1
+	VMOVUPS Z8, K1, (R8)(R9*4)
 
 scale:
-	VBROADCASTSS X13, Z7
-	MOVQ         $0x00000000, 352(SP)
-	CMPQ         344(SP), $0x01
+	VBROADCASTSS X13, Z8
+	MOVQ         $0x00000000, 416(SP)
+	CMPQ         408(SP), $0x01
 	JE           scalebody
 	VMOVUPS      Z13, 256(SP)
 
 scalerow:
-	MOVQ         352(SP), R8
-	VBROADCASTSS 256(SP)(R8*4), Z7
+	MOVQ         416(SP), R8
+	VBROADCASTSS 256(SP)(R8*4), Z8
+	VBROADCASTSS 320(SP)(R8*4), Z7
 
 scalebody:
 	// y = (src*inv)*w, rounded after each multiply.
@@ -10403,27 +11023,20 @@ scalebody:
 scaleloop:
 	CMPQ        R8, R9
 	JG          scaletail
-	VMOVUPS     (DX)(R8*4), Z8
-	VSUBPS      Z11, Z8, Z8
-	VMULPS      Z7, Z8, Z8
-	VMOVUPS     64(DX)(R8*4), Z9
-	VSUBPS      Z11, Z9, Z9
-	VMULPS      Z7, Z9, Z9
-	VMOVUPS     128(DX)(R8*4), Z10
-	VSUBPS      Z11, Z10, Z10
-	VMULPS      Z7, Z10, Z10
+	VMOVUPS     (DX)(R8*4), Z9
+	VSUBPS      Z7, Z9, Z9
+	VMULPS      Z8, Z9, Z9
+	VMOVUPS     64(DX)(R8*4), Z10
+	VSUBPS      Z7, Z10, Z10
+	VMULPS      Z8, Z10, Z10
+	VMOVUPS     128(DX)(R8*4), Z11
+	VSUBPS      Z7, Z11, Z11
+	VMULPS      Z8, Z11, Z11
 	VMOVUPS     192(DX)(R8*4), Z12
-	VSUBPS      Z11, Z12, Z12
-	VMULPS      Z7, Z12, Z12
+	VSUBPS      Z7, Z12, Z12
+	VMULPS      Z8, Z12, Z12
 	TESTL       $0x00000008, job_flags+0(AX)
-	JZ          notrn7
-	VMOVDQA64   Z3, Z14
-	VFIXUPIMMPS $0x00, Z4, Z8, Z14
-	VPSRLD      $0x10, Z14, Z8
-	VPANDD      Z0, Z8, Z8
-	VPADDD      Z1, Z8, Z8
-	VPADDD      Z14, Z8, Z8
-	VPANDD      Z2, Z8, Z8
+	JZ          notrn11
 	VMOVDQA64   Z3, Z14
 	VFIXUPIMMPS $0x00, Z4, Z9, Z14
 	VPSRLD      $0x10, Z14, Z9
@@ -10439,6 +11052,13 @@ scaleloop:
 	VPADDD      Z14, Z10, Z10
 	VPANDD      Z2, Z10, Z10
 	VMOVDQA64   Z3, Z14
+	VFIXUPIMMPS $0x00, Z4, Z11, Z14
+	VPSRLD      $0x10, Z14, Z11
+	VPANDD      Z0, Z11, Z11
+	VPADDD      Z1, Z11, Z11
+	VPADDD      Z14, Z11, Z11
+	VPANDD      Z2, Z11, Z11
+	VMOVDQA64   Z3, Z14
 	VFIXUPIMMPS $0x00, Z4, Z12, Z14
 	VPSRLD      $0x10, Z14, Z12
 	VPANDD      Z0, Z12, Z12
@@ -10446,48 +11066,48 @@ scaleloop:
 	VPADDD      Z14, Z12, Z12
 	VPANDD      Z2, Z12, Z12
 
-notrn7:
-	VMULPS (SI)(R8*4), Z8, Z8
-	VMULPS 64(SI)(R8*4), Z9, Z9
-	VMULPS 128(SI)(R8*4), Z10, Z10
+notrn11:
+	VMULPS (SI)(R8*4), Z9, Z9
+	VMULPS 64(SI)(R8*4), Z10, Z10
+	VMULPS 128(SI)(R8*4), Z11, Z11
 	VMULPS 192(SI)(R8*4), Z12, Z12
 	MOVQ   job_bias+0(AX), R10
 	TESTQ  R10, R10
-	JZ     nobias8
-	VADDPS (R10)(R8*4), Z8, Z8
-	VADDPS 64(R10)(R8*4), Z9, Z9
-	VADDPS 128(R10)(R8*4), Z10, Z10
+	JZ     nobias12
+	VADDPS (R10)(R8*4), Z9, Z9
+	VADDPS 64(R10)(R8*4), Z10, Z10
+	VADDPS 128(R10)(R8*4), Z11, Z11
 	VADDPS 192(R10)(R8*4), Z12, Z12
 
-nobias8:
-	VMOVDQA64   Z3, Z14
-	VFIXUPIMMPS $0x00, Z4, Z8, Z14
-	VPSRLD      $0x10, Z14, Z8
-	VPANDD      Z0, Z8, Z8
-	VPADDD      Z1, Z8, Z8
-	VPADDD      Z14, Z8, Z8
+nobias12:
 	VMOVDQA64   Z3, Z14
 	VFIXUPIMMPS $0x00, Z4, Z9, Z14
 	VPSRLD      $0x10, Z14, Z9
 	VPANDD      Z0, Z9, Z9
 	VPADDD      Z1, Z9, Z9
 	VPADDD      Z14, Z9, Z9
-	VPERMT2W    Z9, Z5, Z8
-	VMOVDQU64   Z8, (CX)(R8*2)
-	VMOVDQA64   Z3, Z8
-	VFIXUPIMMPS $0x00, Z4, Z10, Z8
-	VPSRLD      $0x10, Z8, Z9
-	VPANDD      Z0, Z9, Z9
-	VPADDD      Z1, Z9, Z9
-	VPADDD      Z8, Z9, Z9
-	VMOVDQA64   Z3, Z8
-	VFIXUPIMMPS $0x00, Z4, Z12, Z8
-	VPSRLD      $0x10, Z8, Z10
+	VMOVDQA64   Z3, Z14
+	VFIXUPIMMPS $0x00, Z4, Z10, Z14
+	VPSRLD      $0x10, Z14, Z10
 	VPANDD      Z0, Z10, Z10
 	VPADDD      Z1, Z10, Z10
-	VPADDD      Z8, Z10, Z10
+	VPADDD      Z14, Z10, Z10
 	VPERMT2W    Z10, Z5, Z9
-	VMOVDQU64   Z9, 64(CX)(R8*2)
+	VMOVDQU64   Z9, (CX)(R8*2)
+	VMOVDQA64   Z3, Z9
+	VFIXUPIMMPS $0x00, Z4, Z11, Z9
+	VPSRLD      $0x10, Z9, Z10
+	VPANDD      Z0, Z10, Z10
+	VPADDD      Z1, Z10, Z10
+	VPADDD      Z9, Z10, Z10
+	VMOVDQA64   Z3, Z9
+	VFIXUPIMMPS $0x00, Z4, Z12, Z9
+	VPSRLD      $0x10, Z9, Z11
+	VPANDD      Z0, Z11, Z11
+	VPADDD      Z1, Z11, Z11
+	VPADDD      Z9, Z11, Z11
+	VPERMT2W    Z11, Z5, Z10
+	VMOVDQU64   Z10, 64(CX)(R8*2)
 	ADDQ        $0x00000040, R8
 	JMP         scaleloop
 
@@ -10495,27 +11115,20 @@ nobias8:
 scaleloopoffset:
 	CMPQ        R8, R9
 	JG          scaletail
-	VMOVUPS     (DX)(R8*4), Z8
-	VSUBPS      Z11, Z8, Z8
-	VMULPS      Z7, Z8, Z8
-	VMOVUPS     64(DX)(R8*4), Z9
-	VSUBPS      Z11, Z9, Z9
-	VMULPS      Z7, Z9, Z9
-	VMOVUPS     128(DX)(R8*4), Z10
-	VSUBPS      Z11, Z10, Z10
-	VMULPS      Z7, Z10, Z10
+	VMOVUPS     (DX)(R8*4), Z9
+	VSUBPS      Z7, Z9, Z9
+	VMULPS      Z8, Z9, Z9
+	VMOVUPS     64(DX)(R8*4), Z10
+	VSUBPS      Z7, Z10, Z10
+	VMULPS      Z8, Z10, Z10
+	VMOVUPS     128(DX)(R8*4), Z11
+	VSUBPS      Z7, Z11, Z11
+	VMULPS      Z8, Z11, Z11
 	VMOVUPS     192(DX)(R8*4), Z12
-	VSUBPS      Z11, Z12, Z12
-	VMULPS      Z7, Z12, Z12
+	VSUBPS      Z7, Z12, Z12
+	VMULPS      Z8, Z12, Z12
 	TESTL       $0x00000008, job_flags+0(AX)
-	JZ          notrn9
-	VMOVDQA64   Z3, Z14
-	VFIXUPIMMPS $0x00, Z4, Z8, Z14
-	VPSRLD      $0x10, Z14, Z8
-	VPANDD      Z0, Z8, Z8
-	VPADDD      Z1, Z8, Z8
-	VPADDD      Z14, Z8, Z8
-	VPANDD      Z2, Z8, Z8
+	JZ          notrn13
 	VMOVDQA64   Z3, Z14
 	VFIXUPIMMPS $0x00, Z4, Z9, Z14
 	VPSRLD      $0x10, Z14, Z9
@@ -10531,6 +11144,13 @@ scaleloopoffset:
 	VPADDD      Z14, Z10, Z10
 	VPANDD      Z2, Z10, Z10
 	VMOVDQA64   Z3, Z14
+	VFIXUPIMMPS $0x00, Z4, Z11, Z14
+	VPSRLD      $0x10, Z14, Z11
+	VPANDD      Z0, Z11, Z11
+	VPADDD      Z1, Z11, Z11
+	VPADDD      Z14, Z11, Z11
+	VPANDD      Z2, Z11, Z11
+	VMOVDQA64   Z3, Z14
 	VFIXUPIMMPS $0x00, Z4, Z12, Z14
 	VPSRLD      $0x10, Z14, Z12
 	VPANDD      Z0, Z12, Z12
@@ -10538,56 +11158,56 @@ scaleloopoffset:
 	VPADDD      Z14, Z12, Z12
 	VPANDD      Z2, Z12, Z12
 
-notrn9:
+notrn13:
 	VMOVUPS (SI)(R8*4), Z14
 	VADDPS  Z6, Z14, Z14
-	VMULPS  Z14, Z8, Z8
+	VMULPS  Z14, Z9, Z9
 	VMOVUPS 64(SI)(R8*4), Z14
 	VADDPS  Z6, Z14, Z14
-	VMULPS  Z14, Z9, Z9
+	VMULPS  Z14, Z10, Z10
 	VMOVUPS 128(SI)(R8*4), Z14
 	VADDPS  Z6, Z14, Z14
-	VMULPS  Z14, Z10, Z10
+	VMULPS  Z14, Z11, Z11
 	VMOVUPS 192(SI)(R8*4), Z14
 	VADDPS  Z6, Z14, Z14
 	VMULPS  Z14, Z12, Z12
 	MOVQ    job_bias+0(AX), R10
 	TESTQ   R10, R10
-	JZ      nobias10
-	VADDPS  (R10)(R8*4), Z8, Z8
-	VADDPS  64(R10)(R8*4), Z9, Z9
-	VADDPS  128(R10)(R8*4), Z10, Z10
+	JZ      nobias14
+	VADDPS  (R10)(R8*4), Z9, Z9
+	VADDPS  64(R10)(R8*4), Z10, Z10
+	VADDPS  128(R10)(R8*4), Z11, Z11
 	VADDPS  192(R10)(R8*4), Z12, Z12
 
-nobias10:
-	VMOVDQA64   Z3, Z14
-	VFIXUPIMMPS $0x00, Z4, Z8, Z14
-	VPSRLD      $0x10, Z14, Z8
-	VPANDD      Z0, Z8, Z8
-	VPADDD      Z1, Z8, Z8
-	VPADDD      Z14, Z8, Z8
+nobias14:
 	VMOVDQA64   Z3, Z14
 	VFIXUPIMMPS $0x00, Z4, Z9, Z14
 	VPSRLD      $0x10, Z14, Z9
 	VPANDD      Z0, Z9, Z9
 	VPADDD      Z1, Z9, Z9
 	VPADDD      Z14, Z9, Z9
-	VPERMT2W    Z9, Z5, Z8
-	VMOVDQU64   Z8, (CX)(R8*2)
-	VMOVDQA64   Z3, Z8
-	VFIXUPIMMPS $0x00, Z4, Z10, Z8
-	VPSRLD      $0x10, Z8, Z9
-	VPANDD      Z0, Z9, Z9
-	VPADDD      Z1, Z9, Z9
-	VPADDD      Z8, Z9, Z9
-	VMOVDQA64   Z3, Z8
-	VFIXUPIMMPS $0x00, Z4, Z12, Z8
-	VPSRLD      $0x10, Z8, Z10
+	VMOVDQA64   Z3, Z14
+	VFIXUPIMMPS $0x00, Z4, Z10, Z14
+	VPSRLD      $0x10, Z14, Z10
 	VPANDD      Z0, Z10, Z10
 	VPADDD      Z1, Z10, Z10
-	VPADDD      Z8, Z10, Z10
+	VPADDD      Z14, Z10, Z10
 	VPERMT2W    Z10, Z5, Z9
-	VMOVDQU64   Z9, 64(CX)(R8*2)
+	VMOVDQU64   Z9, (CX)(R8*2)
+	VMOVDQA64   Z3, Z9
+	VFIXUPIMMPS $0x00, Z4, Z11, Z9
+	VPSRLD      $0x10, Z9, Z10
+	VPANDD      Z0, Z10, Z10
+	VPADDD      Z1, Z10, Z10
+	VPADDD      Z9, Z10, Z10
+	VMOVDQA64   Z3, Z9
+	VFIXUPIMMPS $0x00, Z4, Z12, Z9
+	VPSRLD      $0x10, Z9, Z11
+	VPANDD      Z0, Z11, Z11
+	VPADDD      Z1, Z11, Z11
+	VPADDD      Z9, Z11, Z11
+	VPERMT2W    Z11, Z5, Z10
+	VMOVDQU64   Z10, 64(CX)(R8*2)
 	ADDQ        $0x00000040, R8
 	JMP         scaleloopoffset
 
@@ -10595,65 +11215,65 @@ nobias10:
 scaleloopnoweight:
 	CMPQ    R8, R9
 	JG      scaletail
-	VMOVUPS (DX)(R8*4), Z8
-	VSUBPS  Z11, Z8, Z8
-	VMULPS  Z7, Z8, Z8
-	VMOVUPS 64(DX)(R8*4), Z9
-	VSUBPS  Z11, Z9, Z9
-	VMULPS  Z7, Z9, Z9
-	VMOVUPS 128(DX)(R8*4), Z10
-	VSUBPS  Z11, Z10, Z10
-	VMULPS  Z7, Z10, Z10
+	VMOVUPS (DX)(R8*4), Z9
+	VSUBPS  Z7, Z9, Z9
+	VMULPS  Z8, Z9, Z9
+	VMOVUPS 64(DX)(R8*4), Z10
+	VSUBPS  Z7, Z10, Z10
+	VMULPS  Z8, Z10, Z10
+	VMOVUPS 128(DX)(R8*4), Z11
+	VSUBPS  Z7, Z11, Z11
+	VMULPS  Z8, Z11, Z11
 	VMOVUPS 192(DX)(R8*4), Z12
-	VSUBPS  Z11, Z12, Z12
-	VMULPS  Z7, Z12, Z12
+	VSUBPS  Z7, Z12, Z12
+	VMULPS  Z8, Z12, Z12
 	MOVQ    job_bias+0(AX), R10
 	TESTQ   R10, R10
-	JZ      nobias11
-	VADDPS  (R10)(R8*4), Z8, Z8
-	VADDPS  64(R10)(R8*4), Z9, Z9
-	VADDPS  128(R10)(R8*4), Z10, Z10
+	JZ      nobias15
+	VADDPS  (R10)(R8*4), Z9, Z9
+	VADDPS  64(R10)(R8*4), Z10, Z10
+	VADDPS  128(R10)(R8*4), Z11, Z11
 	VADDPS  192(R10)(R8*4), Z12, Z12
 
-nobias11:
-	VMOVDQA64   Z3, Z14
-	VFIXUPIMMPS $0x00, Z4, Z8, Z14
-	VPSRLD      $0x10, Z14, Z8
-	VPANDD      Z0, Z8, Z8
-	VPADDD      Z1, Z8, Z8
-	VPADDD      Z14, Z8, Z8
+nobias15:
 	VMOVDQA64   Z3, Z14
 	VFIXUPIMMPS $0x00, Z4, Z9, Z14
 	VPSRLD      $0x10, Z14, Z9
 	VPANDD      Z0, Z9, Z9
 	VPADDD      Z1, Z9, Z9
 	VPADDD      Z14, Z9, Z9
-	VPERMT2W    Z9, Z5, Z8
-	VMOVDQU64   Z8, (CX)(R8*2)
-	VMOVDQA64   Z3, Z8
-	VFIXUPIMMPS $0x00, Z4, Z10, Z8
-	VPSRLD      $0x10, Z8, Z9
-	VPANDD      Z0, Z9, Z9
-	VPADDD      Z1, Z9, Z9
-	VPADDD      Z8, Z9, Z9
-	VMOVDQA64   Z3, Z8
-	VFIXUPIMMPS $0x00, Z4, Z12, Z8
-	VPSRLD      $0x10, Z8, Z10
+	VMOVDQA64   Z3, Z14
+	VFIXUPIMMPS $0x00, Z4, Z10, Z14
+	VPSRLD      $0x10, Z14, Z10
 	VPANDD      Z0, Z10, Z10
 	VPADDD      Z1, Z10, Z10
-	VPADDD      Z8, Z10, Z10
+	VPADDD      Z14, Z10, Z10
 	VPERMT2W    Z10, Z5, Z9
-	VMOVDQU64   Z9, 64(CX)(R8*2)
+	VMOVDQU64   Z9, (CX)(R8*2)
+	VMOVDQA64   Z3, Z9
+	VFIXUPIMMPS $0x00, Z4, Z11, Z9
+	VPSRLD      $0x10, Z9, Z10
+	VPANDD      Z0, Z10, Z10
+	VPADDD      Z1, Z10, Z10
+	VPADDD      Z9, Z10, Z10
+	VMOVDQA64   Z3, Z9
+	VFIXUPIMMPS $0x00, Z4, Z12, Z9
+	VPSRLD      $0x10, Z9, Z11
+	VPANDD      Z0, Z11, Z11
+	VPADDD      Z1, Z11, Z11
+	VPADDD      Z9, Z11, Z11
+	VPERMT2W    Z11, Z5, Z10
+	VMOVDQU64   Z10, 64(CX)(R8*2)
 	ADDQ        $0x00000040, R8
 	JMP         scaleloopnoweight
 
 scalepf:
 	MOVQ DI, R10
 	CMPQ job_d+0(AX), $0x00000200
-	JA   longrows12
+	JA   longrows16
 	SHLQ $0x03, R10
 
-longrows12:
+longrows16:
 	ADDQ  DX, R10
 	TESTL $0x00000001, job_flags+0(AX)
 	JNZ   scalent
@@ -10670,27 +11290,20 @@ scalepfloop:
 	PREFETCHT0  64(R10)(R8*4)
 	PREFETCHT0  128(R10)(R8*4)
 	PREFETCHT0  192(R10)(R8*4)
-	VMOVUPS     (DX)(R8*4), Z8
-	VSUBPS      Z11, Z8, Z8
-	VMULPS      Z7, Z8, Z8
-	VMOVUPS     64(DX)(R8*4), Z9
-	VSUBPS      Z11, Z9, Z9
-	VMULPS      Z7, Z9, Z9
-	VMOVUPS     128(DX)(R8*4), Z10
-	VSUBPS      Z11, Z10, Z10
-	VMULPS      Z7, Z10, Z10
+	VMOVUPS     (DX)(R8*4), Z9
+	VSUBPS      Z7, Z9, Z9
+	VMULPS      Z8, Z9, Z9
+	VMOVUPS     64(DX)(R8*4), Z10
+	VSUBPS      Z7, Z10, Z10
+	VMULPS      Z8, Z10, Z10
+	VMOVUPS     128(DX)(R8*4), Z11
+	VSUBPS      Z7, Z11, Z11
+	VMULPS      Z8, Z11, Z11
 	VMOVUPS     192(DX)(R8*4), Z12
-	VSUBPS      Z11, Z12, Z12
-	VMULPS      Z7, Z12, Z12
+	VSUBPS      Z7, Z12, Z12
+	VMULPS      Z8, Z12, Z12
 	TESTL       $0x00000008, job_flags+0(AX)
-	JZ          notrn13
-	VMOVDQA64   Z3, Z14
-	VFIXUPIMMPS $0x00, Z4, Z8, Z14
-	VPSRLD      $0x10, Z14, Z8
-	VPANDD      Z0, Z8, Z8
-	VPADDD      Z1, Z8, Z8
-	VPADDD      Z14, Z8, Z8
-	VPANDD      Z2, Z8, Z8
+	JZ          notrn17
 	VMOVDQA64   Z3, Z14
 	VFIXUPIMMPS $0x00, Z4, Z9, Z14
 	VPSRLD      $0x10, Z14, Z9
@@ -10706,6 +11319,13 @@ scalepfloop:
 	VPADDD      Z14, Z10, Z10
 	VPANDD      Z2, Z10, Z10
 	VMOVDQA64   Z3, Z14
+	VFIXUPIMMPS $0x00, Z4, Z11, Z14
+	VPSRLD      $0x10, Z14, Z11
+	VPANDD      Z0, Z11, Z11
+	VPADDD      Z1, Z11, Z11
+	VPADDD      Z14, Z11, Z11
+	VPANDD      Z2, Z11, Z11
+	VMOVDQA64   Z3, Z14
 	VFIXUPIMMPS $0x00, Z4, Z12, Z14
 	VPSRLD      $0x10, Z14, Z12
 	VPANDD      Z0, Z12, Z12
@@ -10713,48 +11333,48 @@ scalepfloop:
 	VPADDD      Z14, Z12, Z12
 	VPANDD      Z2, Z12, Z12
 
-notrn13:
-	VMULPS (SI)(R8*4), Z8, Z8
-	VMULPS 64(SI)(R8*4), Z9, Z9
-	VMULPS 128(SI)(R8*4), Z10, Z10
+notrn17:
+	VMULPS (SI)(R8*4), Z9, Z9
+	VMULPS 64(SI)(R8*4), Z10, Z10
+	VMULPS 128(SI)(R8*4), Z11, Z11
 	VMULPS 192(SI)(R8*4), Z12, Z12
 	MOVQ   job_bias+0(AX), R11
 	TESTQ  R11, R11
-	JZ     nobias14
-	VADDPS (R11)(R8*4), Z8, Z8
-	VADDPS 64(R11)(R8*4), Z9, Z9
-	VADDPS 128(R11)(R8*4), Z10, Z10
+	JZ     nobias18
+	VADDPS (R11)(R8*4), Z9, Z9
+	VADDPS 64(R11)(R8*4), Z10, Z10
+	VADDPS 128(R11)(R8*4), Z11, Z11
 	VADDPS 192(R11)(R8*4), Z12, Z12
 
-nobias14:
-	VMOVDQA64   Z3, Z14
-	VFIXUPIMMPS $0x00, Z4, Z8, Z14
-	VPSRLD      $0x10, Z14, Z8
-	VPANDD      Z0, Z8, Z8
-	VPADDD      Z1, Z8, Z8
-	VPADDD      Z14, Z8, Z8
+nobias18:
 	VMOVDQA64   Z3, Z14
 	VFIXUPIMMPS $0x00, Z4, Z9, Z14
 	VPSRLD      $0x10, Z14, Z9
 	VPANDD      Z0, Z9, Z9
 	VPADDD      Z1, Z9, Z9
 	VPADDD      Z14, Z9, Z9
-	VPERMT2W    Z9, Z5, Z8
-	VMOVDQU64   Z8, (CX)(R8*2)
-	VMOVDQA64   Z3, Z8
-	VFIXUPIMMPS $0x00, Z4, Z10, Z8
-	VPSRLD      $0x10, Z8, Z9
-	VPANDD      Z0, Z9, Z9
-	VPADDD      Z1, Z9, Z9
-	VPADDD      Z8, Z9, Z9
-	VMOVDQA64   Z3, Z8
-	VFIXUPIMMPS $0x00, Z4, Z12, Z8
-	VPSRLD      $0x10, Z8, Z10
+	VMOVDQA64   Z3, Z14
+	VFIXUPIMMPS $0x00, Z4, Z10, Z14
+	VPSRLD      $0x10, Z14, Z10
 	VPANDD      Z0, Z10, Z10
 	VPADDD      Z1, Z10, Z10
-	VPADDD      Z8, Z10, Z10
+	VPADDD      Z14, Z10, Z10
 	VPERMT2W    Z10, Z5, Z9
-	VMOVDQU64   Z9, 64(CX)(R8*2)
+	VMOVDQU64   Z9, (CX)(R8*2)
+	VMOVDQA64   Z3, Z9
+	VFIXUPIMMPS $0x00, Z4, Z11, Z9
+	VPSRLD      $0x10, Z9, Z10
+	VPANDD      Z0, Z10, Z10
+	VPADDD      Z1, Z10, Z10
+	VPADDD      Z9, Z10, Z10
+	VMOVDQA64   Z3, Z9
+	VFIXUPIMMPS $0x00, Z4, Z12, Z9
+	VPSRLD      $0x10, Z9, Z11
+	VPANDD      Z0, Z11, Z11
+	VPADDD      Z1, Z11, Z11
+	VPADDD      Z9, Z11, Z11
+	VPERMT2W    Z11, Z5, Z10
+	VMOVDQU64   Z10, 64(CX)(R8*2)
 	ADDQ        $0x00000040, R8
 	JMP         scalepfloop
 
@@ -10766,27 +11386,20 @@ scalepfloopoffset:
 	PREFETCHT0  64(R10)(R8*4)
 	PREFETCHT0  128(R10)(R8*4)
 	PREFETCHT0  192(R10)(R8*4)
-	VMOVUPS     (DX)(R8*4), Z8
-	VSUBPS      Z11, Z8, Z8
-	VMULPS      Z7, Z8, Z8
-	VMOVUPS     64(DX)(R8*4), Z9
-	VSUBPS      Z11, Z9, Z9
-	VMULPS      Z7, Z9, Z9
-	VMOVUPS     128(DX)(R8*4), Z10
-	VSUBPS      Z11, Z10, Z10
-	VMULPS      Z7, Z10, Z10
+	VMOVUPS     (DX)(R8*4), Z9
+	VSUBPS      Z7, Z9, Z9
+	VMULPS      Z8, Z9, Z9
+	VMOVUPS     64(DX)(R8*4), Z10
+	VSUBPS      Z7, Z10, Z10
+	VMULPS      Z8, Z10, Z10
+	VMOVUPS     128(DX)(R8*4), Z11
+	VSUBPS      Z7, Z11, Z11
+	VMULPS      Z8, Z11, Z11
 	VMOVUPS     192(DX)(R8*4), Z12
-	VSUBPS      Z11, Z12, Z12
-	VMULPS      Z7, Z12, Z12
+	VSUBPS      Z7, Z12, Z12
+	VMULPS      Z8, Z12, Z12
 	TESTL       $0x00000008, job_flags+0(AX)
-	JZ          notrn15
-	VMOVDQA64   Z3, Z14
-	VFIXUPIMMPS $0x00, Z4, Z8, Z14
-	VPSRLD      $0x10, Z14, Z8
-	VPANDD      Z0, Z8, Z8
-	VPADDD      Z1, Z8, Z8
-	VPADDD      Z14, Z8, Z8
-	VPANDD      Z2, Z8, Z8
+	JZ          notrn19
 	VMOVDQA64   Z3, Z14
 	VFIXUPIMMPS $0x00, Z4, Z9, Z14
 	VPSRLD      $0x10, Z14, Z9
@@ -10802,6 +11415,13 @@ scalepfloopoffset:
 	VPADDD      Z14, Z10, Z10
 	VPANDD      Z2, Z10, Z10
 	VMOVDQA64   Z3, Z14
+	VFIXUPIMMPS $0x00, Z4, Z11, Z14
+	VPSRLD      $0x10, Z14, Z11
+	VPANDD      Z0, Z11, Z11
+	VPADDD      Z1, Z11, Z11
+	VPADDD      Z14, Z11, Z11
+	VPANDD      Z2, Z11, Z11
+	VMOVDQA64   Z3, Z14
 	VFIXUPIMMPS $0x00, Z4, Z12, Z14
 	VPSRLD      $0x10, Z14, Z12
 	VPANDD      Z0, Z12, Z12
@@ -10809,56 +11429,56 @@ scalepfloopoffset:
 	VPADDD      Z14, Z12, Z12
 	VPANDD      Z2, Z12, Z12
 
-notrn15:
+notrn19:
 	VMOVUPS (SI)(R8*4), Z14
 	VADDPS  Z6, Z14, Z14
-	VMULPS  Z14, Z8, Z8
+	VMULPS  Z14, Z9, Z9
 	VMOVUPS 64(SI)(R8*4), Z14
 	VADDPS  Z6, Z14, Z14
-	VMULPS  Z14, Z9, Z9
+	VMULPS  Z14, Z10, Z10
 	VMOVUPS 128(SI)(R8*4), Z14
 	VADDPS  Z6, Z14, Z14
-	VMULPS  Z14, Z10, Z10
+	VMULPS  Z14, Z11, Z11
 	VMOVUPS 192(SI)(R8*4), Z14
 	VADDPS  Z6, Z14, Z14
 	VMULPS  Z14, Z12, Z12
 	MOVQ    job_bias+0(AX), R11
 	TESTQ   R11, R11
-	JZ      nobias16
-	VADDPS  (R11)(R8*4), Z8, Z8
-	VADDPS  64(R11)(R8*4), Z9, Z9
-	VADDPS  128(R11)(R8*4), Z10, Z10
+	JZ      nobias20
+	VADDPS  (R11)(R8*4), Z9, Z9
+	VADDPS  64(R11)(R8*4), Z10, Z10
+	VADDPS  128(R11)(R8*4), Z11, Z11
 	VADDPS  192(R11)(R8*4), Z12, Z12
 
-nobias16:
-	VMOVDQA64   Z3, Z14
-	VFIXUPIMMPS $0x00, Z4, Z8, Z14
-	VPSRLD      $0x10, Z14, Z8
-	VPANDD      Z0, Z8, Z8
-	VPADDD      Z1, Z8, Z8
-	VPADDD      Z14, Z8, Z8
+nobias20:
 	VMOVDQA64   Z3, Z14
 	VFIXUPIMMPS $0x00, Z4, Z9, Z14
 	VPSRLD      $0x10, Z14, Z9
 	VPANDD      Z0, Z9, Z9
 	VPADDD      Z1, Z9, Z9
 	VPADDD      Z14, Z9, Z9
-	VPERMT2W    Z9, Z5, Z8
-	VMOVDQU64   Z8, (CX)(R8*2)
-	VMOVDQA64   Z3, Z8
-	VFIXUPIMMPS $0x00, Z4, Z10, Z8
-	VPSRLD      $0x10, Z8, Z9
-	VPANDD      Z0, Z9, Z9
-	VPADDD      Z1, Z9, Z9
-	VPADDD      Z8, Z9, Z9
-	VMOVDQA64   Z3, Z8
-	VFIXUPIMMPS $0x00, Z4, Z12, Z8
-	VPSRLD      $0x10, Z8, Z10
+	VMOVDQA64   Z3, Z14
+	VFIXUPIMMPS $0x00, Z4, Z10, Z14
+	VPSRLD      $0x10, Z14, Z10
 	VPANDD      Z0, Z10, Z10
 	VPADDD      Z1, Z10, Z10
-	VPADDD      Z8, Z10, Z10
+	VPADDD      Z14, Z10, Z10
 	VPERMT2W    Z10, Z5, Z9
-	VMOVDQU64   Z9, 64(CX)(R8*2)
+	VMOVDQU64   Z9, (CX)(R8*2)
+	VMOVDQA64   Z3, Z9
+	VFIXUPIMMPS $0x00, Z4, Z11, Z9
+	VPSRLD      $0x10, Z9, Z10
+	VPANDD      Z0, Z10, Z10
+	VPADDD      Z1, Z10, Z10
+	VPADDD      Z9, Z10, Z10
+	VMOVDQA64   Z3, Z9
+	VFIXUPIMMPS $0x00, Z4, Z12, Z9
+	VPSRLD      $0x10, Z9, Z11
+	VPANDD      Z0, Z11, Z11
+	VPADDD      Z1, Z11, Z11
+	VPADDD      Z9, Z11, Z11
+	VPERMT2W    Z11, Z5, Z10
+	VMOVDQU64   Z10, 64(CX)(R8*2)
 	ADDQ        $0x00000040, R8
 	JMP         scalepfloopoffset
 
@@ -10870,55 +11490,55 @@ scalepfloopnoweight:
 	PREFETCHT0 64(R10)(R8*4)
 	PREFETCHT0 128(R10)(R8*4)
 	PREFETCHT0 192(R10)(R8*4)
-	VMOVUPS    (DX)(R8*4), Z8
-	VSUBPS     Z11, Z8, Z8
-	VMULPS     Z7, Z8, Z8
-	VMOVUPS    64(DX)(R8*4), Z9
-	VSUBPS     Z11, Z9, Z9
-	VMULPS     Z7, Z9, Z9
-	VMOVUPS    128(DX)(R8*4), Z10
-	VSUBPS     Z11, Z10, Z10
-	VMULPS     Z7, Z10, Z10
+	VMOVUPS    (DX)(R8*4), Z9
+	VSUBPS     Z7, Z9, Z9
+	VMULPS     Z8, Z9, Z9
+	VMOVUPS    64(DX)(R8*4), Z10
+	VSUBPS     Z7, Z10, Z10
+	VMULPS     Z8, Z10, Z10
+	VMOVUPS    128(DX)(R8*4), Z11
+	VSUBPS     Z7, Z11, Z11
+	VMULPS     Z8, Z11, Z11
 	VMOVUPS    192(DX)(R8*4), Z12
-	VSUBPS     Z11, Z12, Z12
-	VMULPS     Z7, Z12, Z12
+	VSUBPS     Z7, Z12, Z12
+	VMULPS     Z8, Z12, Z12
 	MOVQ       job_bias+0(AX), R11
 	TESTQ      R11, R11
-	JZ         nobias17
-	VADDPS     (R11)(R8*4), Z8, Z8
-	VADDPS     64(R11)(R8*4), Z9, Z9
-	VADDPS     128(R11)(R8*4), Z10, Z10
+	JZ         nobias21
+	VADDPS     (R11)(R8*4), Z9, Z9
+	VADDPS     64(R11)(R8*4), Z10, Z10
+	VADDPS     128(R11)(R8*4), Z11, Z11
 	VADDPS     192(R11)(R8*4), Z12, Z12
 
-nobias17:
-	VMOVDQA64   Z3, Z14
-	VFIXUPIMMPS $0x00, Z4, Z8, Z14
-	VPSRLD      $0x10, Z14, Z8
-	VPANDD      Z0, Z8, Z8
-	VPADDD      Z1, Z8, Z8
-	VPADDD      Z14, Z8, Z8
+nobias21:
 	VMOVDQA64   Z3, Z14
 	VFIXUPIMMPS $0x00, Z4, Z9, Z14
 	VPSRLD      $0x10, Z14, Z9
 	VPANDD      Z0, Z9, Z9
 	VPADDD      Z1, Z9, Z9
 	VPADDD      Z14, Z9, Z9
-	VPERMT2W    Z9, Z5, Z8
-	VMOVDQU64   Z8, (CX)(R8*2)
-	VMOVDQA64   Z3, Z8
-	VFIXUPIMMPS $0x00, Z4, Z10, Z8
-	VPSRLD      $0x10, Z8, Z9
-	VPANDD      Z0, Z9, Z9
-	VPADDD      Z1, Z9, Z9
-	VPADDD      Z8, Z9, Z9
-	VMOVDQA64   Z3, Z8
-	VFIXUPIMMPS $0x00, Z4, Z12, Z8
-	VPSRLD      $0x10, Z8, Z10
+	VMOVDQA64   Z3, Z14
+	VFIXUPIMMPS $0x00, Z4, Z10, Z14
+	VPSRLD      $0x10, Z14, Z10
 	VPANDD      Z0, Z10, Z10
 	VPADDD      Z1, Z10, Z10
-	VPADDD      Z8, Z10, Z10
+	VPADDD      Z14, Z10, Z10
 	VPERMT2W    Z10, Z5, Z9
-	VMOVDQU64   Z9, 64(CX)(R8*2)
+	VMOVDQU64   Z9, (CX)(R8*2)
+	VMOVDQA64   Z3, Z9
+	VFIXUPIMMPS $0x00, Z4, Z11, Z9
+	VPSRLD      $0x10, Z9, Z10
+	VPANDD      Z0, Z10, Z10
+	VPADDD      Z1, Z10, Z10
+	VPADDD      Z9, Z10, Z10
+	VMOVDQA64   Z3, Z9
+	VFIXUPIMMPS $0x00, Z4, Z12, Z9
+	VPSRLD      $0x10, Z9, Z11
+	VPANDD      Z0, Z11, Z11
+	VPADDD      Z1, Z11, Z11
+	VPADDD      Z9, Z11, Z11
+	VPERMT2W    Z11, Z5, Z10
+	VMOVDQU64   Z10, 64(CX)(R8*2)
 	ADDQ        $0x00000040, R8
 	JMP         scalepfloopnoweight
 
@@ -10936,41 +11556,41 @@ scalent:
 scalehead:
 	CMPQ        R10, $0x00000010
 	JB          scaleheadpart
-	VMOVUPS     (DX)(R8*4), Z8
-	VSUBPS      Z11, Z8, Z8
-	VMULPS      Z7, Z8, Z8
+	VMOVUPS     (DX)(R8*4), Z9
+	VSUBPS      Z7, Z9, Z9
+	VMULPS      Z8, Z9, Z9
 	TESTL       $0x00000008, job_flags+0(AX)
-	JZ          notrn18
-	VMOVDQA64   Z3, Z9
-	VFIXUPIMMPS $0x00, Z4, Z8, Z9
-	VPSRLD      $0x10, Z9, Z8
-	VPANDD      Z0, Z8, Z8
-	VPADDD      Z1, Z8, Z8
-	VPADDD      Z9, Z8, Z8
-	VPANDD      Z2, Z8, Z8
+	JZ          notrn22
+	VMOVDQA64   Z3, Z10
+	VFIXUPIMMPS $0x00, Z4, Z9, Z10
+	VPSRLD      $0x10, Z10, Z9
+	VPANDD      Z0, Z9, Z9
+	VPADDD      Z1, Z9, Z9
+	VPADDD      Z10, Z9, Z9
+	VPANDD      Z2, Z9, Z9
 
-notrn18:
+notrn22:
 	TESTQ   SI, SI
-	JZ      noweight19
-	VMOVUPS (SI)(R8*4), Z9
-	VADDPS  Z6, Z9, Z9
-	VMULPS  Z9, Z8, Z8
+	JZ      noweight23
+	VMOVUPS (SI)(R8*4), Z10
+	VADDPS  Z6, Z10, Z10
+	VMULPS  Z10, Z9, Z9
 
-noweight19:
+noweight23:
 	MOVQ   job_bias+0(AX), R11
 	TESTQ  R11, R11
-	JZ     nobias20
-	VADDPS (R11)(R8*4), Z8, Z8
+	JZ     nobias24
+	VADDPS (R11)(R8*4), Z9, Z9
 
-nobias20:
-	VMOVDQA64   Z3, Z9
-	VFIXUPIMMPS $0x00, Z4, Z8, Z9
-	VPSRLD      $0x10, Z9, Z8
-	VPANDD      Z0, Z8, Z8
-	VPADDD      Z1, Z8, Z8
-	VPADDD      Z9, Z8, Z8
-	VPSRLD      $0x10, Z8, Z8
-	VPMOVDW     Z8, (CX)(R8*2)
+nobias24:
+	VMOVDQA64   Z3, Z10
+	VFIXUPIMMPS $0x00, Z4, Z9, Z10
+	VPSRLD      $0x10, Z10, Z9
+	VPANDD      Z0, Z9, Z9
+	VPADDD      Z1, Z9, Z9
+	VPADDD      Z10, Z9, Z9
+	VPSRLD      $0x10, Z9, Z9
+	VPMOVDW     Z9, (CX)(R8*2)
 	ADDQ        $0x00000010, R8
 	SUBQ        $0x00000010, R10
 	JZ          scalentgo
@@ -10981,10 +11601,10 @@ scaleheadpart:
 scalentgo:
 	MOVQ DI, R10
 	CMPQ job_d+0(AX), $0x00000200
-	JA   longrows21
+	JA   longrows25
 	SHLQ $0x03, R10
 
-longrows21:
+longrows25:
 	ADDQ DX, R10
 	MOVL job_flags+0(AX), R11
 
@@ -10996,27 +11616,20 @@ scalentloop:
 	PREFETCHT0  64(R10)(R8*4)
 	PREFETCHT0  128(R10)(R8*4)
 	PREFETCHT0  192(R10)(R8*4)
-	VMOVUPS     (DX)(R8*4), Z8
-	VSUBPS      Z11, Z8, Z8
-	VMULPS      Z7, Z8, Z8
-	VMOVUPS     64(DX)(R8*4), Z9
-	VSUBPS      Z11, Z9, Z9
-	VMULPS      Z7, Z9, Z9
-	VMOVUPS     128(DX)(R8*4), Z10
-	VSUBPS      Z11, Z10, Z10
-	VMULPS      Z7, Z10, Z10
+	VMOVUPS     (DX)(R8*4), Z9
+	VSUBPS      Z7, Z9, Z9
+	VMULPS      Z8, Z9, Z9
+	VMOVUPS     64(DX)(R8*4), Z10
+	VSUBPS      Z7, Z10, Z10
+	VMULPS      Z8, Z10, Z10
+	VMOVUPS     128(DX)(R8*4), Z11
+	VSUBPS      Z7, Z11, Z11
+	VMULPS      Z8, Z11, Z11
 	VMOVUPS     192(DX)(R8*4), Z12
-	VSUBPS      Z11, Z12, Z12
-	VMULPS      Z7, Z12, Z12
+	VSUBPS      Z7, Z12, Z12
+	VMULPS      Z8, Z12, Z12
 	TESTL       $0x00000008, job_flags+0(AX)
-	JZ          notrn22
-	VMOVDQA64   Z3, Z14
-	VFIXUPIMMPS $0x00, Z4, Z8, Z14
-	VPSRLD      $0x10, Z14, Z8
-	VPANDD      Z0, Z8, Z8
-	VPADDD      Z1, Z8, Z8
-	VPADDD      Z14, Z8, Z8
-	VPANDD      Z2, Z8, Z8
+	JZ          notrn26
 	VMOVDQA64   Z3, Z14
 	VFIXUPIMMPS $0x00, Z4, Z9, Z14
 	VPSRLD      $0x10, Z14, Z9
@@ -11032,6 +11645,13 @@ scalentloop:
 	VPADDD      Z14, Z10, Z10
 	VPANDD      Z2, Z10, Z10
 	VMOVDQA64   Z3, Z14
+	VFIXUPIMMPS $0x00, Z4, Z11, Z14
+	VPSRLD      $0x10, Z14, Z11
+	VPANDD      Z0, Z11, Z11
+	VPADDD      Z1, Z11, Z11
+	VPADDD      Z14, Z11, Z11
+	VPANDD      Z2, Z11, Z11
+	VMOVDQA64   Z3, Z14
 	VFIXUPIMMPS $0x00, Z4, Z12, Z14
 	VPSRLD      $0x10, Z14, Z12
 	VPANDD      Z0, Z12, Z12
@@ -11039,71 +11659,71 @@ scalentloop:
 	VPADDD      Z14, Z12, Z12
 	VPANDD      Z2, Z12, Z12
 
-notrn22:
+notrn26:
 	TESTQ  SI, SI
-	JZ     weighed24
+	JZ     weighed28
 	TESTL  $0x00000010, R11
-	JNZ    offset23
-	VMULPS (SI)(R8*4), Z8, Z8
-	VMULPS 64(SI)(R8*4), Z9, Z9
-	VMULPS 128(SI)(R8*4), Z10, Z10
+	JNZ    offset27
+	VMULPS (SI)(R8*4), Z9, Z9
+	VMULPS 64(SI)(R8*4), Z10, Z10
+	VMULPS 128(SI)(R8*4), Z11, Z11
 	VMULPS 192(SI)(R8*4), Z12, Z12
 
-weighed24:
+weighed28:
 	MOVQ   job_bias+0(AX), R12
 	TESTQ  R12, R12
-	JZ     nobias25
-	VADDPS (R12)(R8*4), Z8, Z8
-	VADDPS 64(R12)(R8*4), Z9, Z9
-	VADDPS 128(R12)(R8*4), Z10, Z10
+	JZ     nobias29
+	VADDPS (R12)(R8*4), Z9, Z9
+	VADDPS 64(R12)(R8*4), Z10, Z10
+	VADDPS 128(R12)(R8*4), Z11, Z11
 	VADDPS 192(R12)(R8*4), Z12, Z12
 
-nobias25:
-	VMOVDQA64   Z3, Z14
-	VFIXUPIMMPS $0x00, Z4, Z8, Z14
-	VPSRLD      $0x10, Z14, Z8
-	VPANDD      Z0, Z8, Z8
-	VPADDD      Z1, Z8, Z8
-	VPADDD      Z14, Z8, Z8
+nobias29:
 	VMOVDQA64   Z3, Z14
 	VFIXUPIMMPS $0x00, Z4, Z9, Z14
 	VPSRLD      $0x10, Z14, Z9
 	VPANDD      Z0, Z9, Z9
 	VPADDD      Z1, Z9, Z9
 	VPADDD      Z14, Z9, Z9
-	VPERMT2W    Z9, Z5, Z8
-	VMOVNTDQ    Z8, (CX)(R8*2)
-	VMOVDQA64   Z3, Z8
-	VFIXUPIMMPS $0x00, Z4, Z10, Z8
-	VPSRLD      $0x10, Z8, Z9
-	VPANDD      Z0, Z9, Z9
-	VPADDD      Z1, Z9, Z9
-	VPADDD      Z8, Z9, Z9
-	VMOVDQA64   Z3, Z8
-	VFIXUPIMMPS $0x00, Z4, Z12, Z8
-	VPSRLD      $0x10, Z8, Z10
+	VMOVDQA64   Z3, Z14
+	VFIXUPIMMPS $0x00, Z4, Z10, Z14
+	VPSRLD      $0x10, Z14, Z10
 	VPANDD      Z0, Z10, Z10
 	VPADDD      Z1, Z10, Z10
-	VPADDD      Z8, Z10, Z10
+	VPADDD      Z14, Z10, Z10
 	VPERMT2W    Z10, Z5, Z9
-	VMOVNTDQ    Z9, 64(CX)(R8*2)
+	VMOVNTDQ    Z9, (CX)(R8*2)
+	VMOVDQA64   Z3, Z9
+	VFIXUPIMMPS $0x00, Z4, Z11, Z9
+	VPSRLD      $0x10, Z9, Z10
+	VPANDD      Z0, Z10, Z10
+	VPADDD      Z1, Z10, Z10
+	VPADDD      Z9, Z10, Z10
+	VMOVDQA64   Z3, Z9
+	VFIXUPIMMPS $0x00, Z4, Z12, Z9
+	VPSRLD      $0x10, Z9, Z11
+	VPANDD      Z0, Z11, Z11
+	VPADDD      Z1, Z11, Z11
+	VPADDD      Z9, Z11, Z11
+	VPERMT2W    Z11, Z5, Z10
+	VMOVNTDQ    Z10, 64(CX)(R8*2)
 	ADDQ        $0x00000040, R8
 	JMP         scalentloop
 
-offset23:
+offset27:
 	VMOVUPS (SI)(R8*4), Z14
 	VADDPS  Z6, Z14, Z14
-	VMULPS  Z14, Z8, Z8
+	VMULPS  Z14, Z9, Z9
 	VMOVUPS 64(SI)(R8*4), Z14
 	VADDPS  Z6, Z14, Z14
-	VMULPS  Z14, Z9, Z9
+	VMULPS  Z14, Z10, Z10
 	VMOVUPS 128(SI)(R8*4), Z14
 	VADDPS  Z6, Z14, Z14
-	VMULPS  Z14, Z10, Z10
+	VMULPS  Z14, Z11, Z11
 	VMOVUPS 192(SI)(R8*4), Z14
 	VADDPS  Z6, Z14, Z14
 	VMULPS  Z14, Z12, Z12
-	JMP     weighed24
+	JMP     weighed28
 
 scaletail:
 	ADDQ $0x00000030, R9
@@ -11111,41 +11731,41 @@ scaletail:
 scaleone:
 	CMPQ        R8, R9
 	JG          scalepart
-	VMOVUPS     (DX)(R8*4), Z8
-	VSUBPS      Z11, Z8, Z8
-	VMULPS      Z7, Z8, Z8
+	VMOVUPS     (DX)(R8*4), Z9
+	VSUBPS      Z7, Z9, Z9
+	VMULPS      Z8, Z9, Z9
 	TESTL       $0x00000008, job_flags+0(AX)
-	JZ          notrn26
-	VMOVDQA64   Z3, Z9
-	VFIXUPIMMPS $0x00, Z4, Z8, Z9
-	VPSRLD      $0x10, Z9, Z8
-	VPANDD      Z0, Z8, Z8
-	VPADDD      Z1, Z8, Z8
-	VPADDD      Z9, Z8, Z8
-	VPANDD      Z2, Z8, Z8
+	JZ          notrn30
+	VMOVDQA64   Z3, Z10
+	VFIXUPIMMPS $0x00, Z4, Z9, Z10
+	VPSRLD      $0x10, Z10, Z9
+	VPANDD      Z0, Z9, Z9
+	VPADDD      Z1, Z9, Z9
+	VPADDD      Z10, Z9, Z9
+	VPANDD      Z2, Z9, Z9
 
-notrn26:
+notrn30:
 	TESTQ   SI, SI
-	JZ      noweight27
-	VMOVUPS (SI)(R8*4), Z9
-	VADDPS  Z6, Z9, Z9
-	VMULPS  Z9, Z8, Z8
+	JZ      noweight31
+	VMOVUPS (SI)(R8*4), Z10
+	VADDPS  Z6, Z10, Z10
+	VMULPS  Z10, Z9, Z9
 
-noweight27:
+noweight31:
 	MOVQ   job_bias+0(AX), R10
 	TESTQ  R10, R10
-	JZ     nobias28
-	VADDPS (R10)(R8*4), Z8, Z8
+	JZ     nobias32
+	VADDPS (R10)(R8*4), Z9, Z9
 
-nobias28:
-	VMOVDQA64   Z3, Z9
-	VFIXUPIMMPS $0x00, Z4, Z8, Z9
-	VPSRLD      $0x10, Z9, Z8
-	VPANDD      Z0, Z8, Z8
-	VPADDD      Z1, Z8, Z8
-	VPADDD      Z9, Z8, Z8
-	VPSRLD      $0x10, Z8, Z8
-	VPMOVDW     Z8, (CX)(R8*2)
+nobias32:
+	VMOVDQA64   Z3, Z10
+	VFIXUPIMMPS $0x00, Z4, Z9, Z10
+	VPSRLD      $0x10, Z10, Z9
+	VPANDD      Z0, Z9, Z9
+	VPADDD      Z1, Z9, Z9
+	VPADDD      Z10, Z9, Z9
+	VPSRLD      $0x10, Z9, Z9
+	VPMOVDW     Z9, (CX)(R8*2)
 	ADDQ        $0x00000010, R8
 	JMP         scaleone
 
@@ -11158,55 +11778,55 @@ scalepart:
 partout:
 	LEAQ        kmask<>+0(SB), R11
 	KMOVW       (R11)(R10*2), K1
-	VMOVUPS.Z   (DX)(R8*4), K1, Z8
-	VSUBPS      Z11, Z8, Z8
-	VMULPS      Z8, Z7, Z8
+	VMOVUPS.Z   (DX)(R8*4), K1, Z9
+	VSUBPS      Z7, Z9, Z9
+	VMULPS      Z9, Z8, Z9
 	TESTL       $0x00000008, job_flags+0(AX)
-	JZ          notrn29
-	VMOVDQA64   Z3, Z9
-	VFIXUPIMMPS $0x00, Z4, Z8, Z9
-	VPSRLD      $0x10, Z9, Z8
-	VPANDD      Z0, Z8, Z8
-	VPADDD      Z1, Z8, Z8
-	VPADDD      Z9, Z8, Z8
-	VPANDD      Z2, Z8, Z8
+	JZ          notrn33
+	VMOVDQA64   Z3, Z10
+	VFIXUPIMMPS $0x00, Z4, Z9, Z10
+	VPSRLD      $0x10, Z10, Z9
+	VPANDD      Z0, Z9, Z9
+	VPADDD      Z1, Z9, Z9
+	VPADDD      Z10, Z9, Z9
+	VPANDD      Z2, Z9, Z9
 
-notrn29:
+notrn33:
 	TESTQ     SI, SI
-	JZ        noweight30
-	VMOVUPS.Z (SI)(R8*4), K1, Z9
-	VADDPS    Z6, Z9, Z9
-	VMULPS    Z9, Z8, Z8
+	JZ        noweight34
+	VMOVUPS.Z (SI)(R8*4), K1, Z10
+	VADDPS    Z6, Z10, Z10
+	VMULPS    Z10, Z9, Z9
 
-noweight30:
+noweight34:
 	MOVQ      job_bias+0(AX), R11
 	TESTQ     R11, R11
-	JZ        nobias31
-	VMOVUPS.Z (R11)(R8*4), K1, Z9
-	VADDPS    Z9, Z8, Z8
+	JZ        nobias35
+	VMOVUPS.Z (R11)(R8*4), K1, Z10
+	VADDPS    Z10, Z9, Z9
 
-nobias31:
-	VMOVDQA64   Z3, Z9
-	VFIXUPIMMPS $0x00, Z4, Z8, Z9
-	VPSRLD      $0x10, Z9, Z8
-	VPANDD      Z0, Z8, Z8
-	VPADDD      Z1, Z8, Z8
-	VPADDD      Z9, Z8, Z8
-	VPSRLD      $0x10, Z8, Z8
-	VPMOVDW     Z8, K1, (CX)(R8*2)
+nobias35:
+	VMOVDQA64   Z3, Z10
+	VFIXUPIMMPS $0x00, Z4, Z9, Z10
+	VPSRLD      $0x10, Z10, Z9
+	VPANDD      Z0, Z9, Z9
+	VPADDD      Z1, Z9, Z9
+	VPADDD      Z10, Z9, Z9
+	VPSRLD      $0x10, Z9, Z9
+	VPMOVDW     Z9, K1, (CX)(R8*2)
 	ADDQ        R10, R8
 	CMPQ        R8, job_d+0(AX)
 	JB          scalentgo
 
 scaled:
 	ADDQ DI, DX
-	ADDQ 328(SP), CX
+	ADDQ 392(SP), CX
 	ADDQ DI, BX
-	INCQ 320(SP)
-	MOVQ 352(SP), R8
+	INCQ 384(SP)
+	MOVQ 416(SP), R8
 	INCQ R8
-	MOVQ R8, 352(SP)
-	CMPQ R8, 344(SP)
+	MOVQ R8, 416(SP)
+	CMPQ R8, 408(SP)
 	JB   scalerow
 	JMP  row
 
@@ -11217,13 +11837,13 @@ ret:
 
 vzero:
 	VZEROUPPER
-	MOVQ 320(SP), AX
+	MOVQ 384(SP), AX
 	MOVQ AX, ret+24(FP)
 	RET
 
 // func avx512ForwardLayerToF16(j uintptr, from int, to int) int
 // Requires: AVX, AVX512F, MMX+
-TEXT ·avx512ForwardLayerToF16(SB), NOSPLIT, $384-32
+TEXT ·avx512ForwardLayerToF16(SB), NOSPLIT, $448-32
 	// avx512ForwardLayerToF16 normalizes rows [from, to) of the job: LayerNorm on float32 rows into F16 rows: y = round16(((x-m)*inv)*w + b), round16(((x-m)*inv)*(1+w) + b) with flagOffset, or round16((x-m)*inv + b) with w nil (with flagRN and a weight, round16((x-m)*inv) in place of ((x-m)*inv)), m the row's mean with flagCenter (else +0; stored to mean[r] when mean is not nil), b the bias (nothing added when it is nil), for each row; with res, h = x + res and res = h per element first, and h in place of x.
 	// It stops before the first row that needs the float64 path and returns that row's index, or to.
 	MOVQ  j+0(FP), AX
@@ -11240,13 +11860,13 @@ rowsset:
 	SHLQ $0x02, DI
 	MOVQ job_dstStride+0(AX), R8
 	SHLQ $0x01, R8
-	MOVQ R8, 328(SP)
+	MOVQ R8, 392(SP)
 
 	// fd = float32(d); rd = 1/d when d is a power of two (a/d is then a*rd exactly), else 0.
 	MOVQ       job_d+0(AX), R8
 	VMOVSS     one<>+0(SB), X0
 	VCVTSI2SSQ R8, X0, X0
-	VMOVSS     X0, 376(SP)
+	VMOVSS     X0, 440(SP)
 	XORL       R10, R10
 	LEAQ       -1(R8), R9
 	TESTQ      R8, R9
@@ -11257,7 +11877,7 @@ rowsset:
 	SHLL       $0x17, R10
 
 notpow2:
-	MOVL         R10, 380(SP)
+	MOVL         R10, 444(SP)
 	VBROADCASTSS one<>+0(SB), Z0
 	TESTL        $0x00000010, job_flags+0(AX)
 	JNZ          weightadd1
@@ -11266,118 +11886,178 @@ notpow2:
 weightadd1:
 	// Start at row from.
 	MOVQ  from+8(FP), R8
-	MOVQ  R8, 320(SP)
-	MOVQ  $0x00000000, 336(SP)
+	MOVQ  R8, 384(SP)
+	MOVQ  $0x00000000, 400(SP)
 	MOVQ  R8, R9
-	IMULQ 328(SP), R9
+	IMULQ 392(SP), R9
 	ADDQ  R9, CX
 	IMULQ DI, R8
 	ADDQ  R8, DX
 	ADDQ  R8, BX
 
 row:
-	MOVQ  320(SP), R8
+	MOVQ  384(SP), R8
 	CMPQ  R8, to+16(FP)
 	JAE   ret
-	MOVQ  $0x00000001, 344(SP)
+	MOVQ  $0x00000001, 408(SP)
 	CMPQ  job_res+0(AX), $0x00
 	JNE   addsum
+	TESTL $0x00000200, job_flags+0(AX)
+	JZ    sum
+	CMPQ  400(SP), $0x00
+	JE    trygroup
+	DECQ  400(SP)
+	JMP   sum
+
+trygroup:
+	CMPQ job_d+0(AX), $0x00000200
+	JA   sum
+	MOVQ to+16(FP), R8
+	SUBQ 384(SP), R8
+	CMPQ R8, $0x04
+	JB   sum
+	MOVQ $0x00000004, 408(SP)
+
+sum:
 	TESTL $0x00000020, job_flags+0(AX)
 	JZ    nocenter
 	MOVQ  DX, R8
+	XORQ  R9, R9
 
+meanrow:
 	// Sum of the elements: element i goes to partial i%64.
-	MOVQ    job_d+0(AX), R10
-	SUBQ    $0x00000040, R10
+	MOVQ    job_d+0(AX), R11
+	SUBQ    $0x00000040, R11
 	JGE     firstblock
-	VMOVUPS zero64<>+0(SB), Z1
 	VMOVUPS zero64<>+0(SB), Z2
 	VMOVUPS zero64<>+0(SB), Z3
 	VMOVUPS zero64<>+0(SB), Z4
-	XORQ    R9, R9
+	VMOVUPS zero64<>+0(SB), Z5
+	XORQ    R10, R10
 	JMP     sumtail
 
 firstblock:
 	// +0 + square is the square itself: the first block initializes the partials.
-	XORQ    R9, R9
-	VMOVUPS (R8)(R9*4), Z1
-	VADDPS  zero64<>+0(SB), Z1, Z1
-	VMOVUPS 64(R8)(R9*4), Z2
+	XORQ    R10, R10
+	VMOVUPS (R8)(R10*4), Z2
 	VADDPS  zero64<>+0(SB), Z2, Z2
-	VMOVUPS 128(R8)(R9*4), Z3
+	VMOVUPS 64(R8)(R10*4), Z3
 	VADDPS  zero64<>+0(SB), Z3, Z3
-	VMOVUPS 192(R8)(R9*4), Z4
+	VMOVUPS 128(R8)(R10*4), Z4
 	VADDPS  zero64<>+0(SB), Z4, Z4
-	MOVQ    $0x00000040, R9
+	VMOVUPS 192(R8)(R10*4), Z5
+	VADDPS  zero64<>+0(SB), Z5, Z5
+	MOVQ    $0x00000040, R10
 
 	PCALIGN $32
 sumloop:
-	CMPQ    R9, R10
+	CMPQ    R10, R11
 	JG      sumtail
-	VMOVUPS (R8)(R9*4), Z5
-	VADDPS  Z5, Z1, Z1
-	VMOVUPS 64(R8)(R9*4), Z5
-	VADDPS  Z5, Z2, Z2
-	VMOVUPS 128(R8)(R9*4), Z5
-	VADDPS  Z5, Z3, Z3
-	VMOVUPS 192(R8)(R9*4), Z5
-	VADDPS  Z5, Z4, Z4
-	ADDQ    $0x00000040, R9
+	VMOVUPS (R8)(R10*4), Z6
+	VADDPS  Z6, Z2, Z2
+	VMOVUPS 64(R8)(R10*4), Z6
+	VADDPS  Z6, Z3, Z3
+	VMOVUPS 128(R8)(R10*4), Z6
+	VADDPS  Z6, Z4, Z4
+	VMOVUPS 192(R8)(R10*4), Z6
+	VADDPS  Z6, Z5, Z5
+	ADDQ    $0x00000040, R10
 	JMP     sumloop
 
 sumtail:
 	// Fewer than 64 elements remain (AVX2, 16-bit: or i is past d, the copied end summed).
-	MOVQ job_d+0(AX), R10
-	SUBQ R9, R10
+	MOVQ job_d+0(AX), R11
+	SUBQ R10, R11
 	JZ   summed
-	LEAQ kmask<>+0(SB), R11
-	MOVQ R10, R12
-	CMPQ R12, $0x00000010
+	LEAQ kmask<>+0(SB), R12
+	MOVQ R11, R13
+	CMPQ R13, $0x00000010
 	JLE  tailmask0
-	MOVQ $0x00000010, R12
+	MOVQ $0x00000010, R13
 
 tailmask0:
-	KMOVW     (R11)(R12*2), K1
-	VMOVUPS.Z (R8)(R9*4), K1, Z5
-	VADDPS    Z5, Z1, Z1
-	MOVQ      R10, R12
-	SUBQ      $0x00000010, R12
+	KMOVW     (R12)(R13*2), K1
+	VMOVUPS.Z (R8)(R10*4), K1, Z6
+	VADDPS    Z6, Z2, Z2
+	MOVQ      R11, R13
+	SUBQ      $0x00000010, R13
 	JLE       summed
-	CMPQ      R12, $0x00000010
+	CMPQ      R13, $0x00000010
 	JLE       tailmask1
-	MOVQ      $0x00000010, R12
+	MOVQ      $0x00000010, R13
 
 tailmask1:
-	KMOVW     (R11)(R12*2), K1
-	VMOVUPS.Z 64(R8)(R9*4), K1, Z5
-	VADDPS    Z5, Z2, Z2
-	MOVQ      R10, R12
-	SUBQ      $0x00000020, R12
+	KMOVW     (R12)(R13*2), K1
+	VMOVUPS.Z 64(R8)(R10*4), K1, Z6
+	VADDPS    Z6, Z3, Z3
+	MOVQ      R11, R13
+	SUBQ      $0x00000020, R13
 	JLE       summed
-	CMPQ      R12, $0x00000010
+	CMPQ      R13, $0x00000010
 	JLE       tailmask2
-	MOVQ      $0x00000010, R12
+	MOVQ      $0x00000010, R13
 
 tailmask2:
-	KMOVW     (R11)(R12*2), K1
-	VMOVUPS.Z 128(R8)(R9*4), K1, Z5
-	VADDPS    Z5, Z3, Z3
-	SUBQ      $0x00000030, R10
+	KMOVW     (R12)(R13*2), K1
+	VMOVUPS.Z 128(R8)(R10*4), K1, Z6
+	VADDPS    Z6, Z4, Z4
+	SUBQ      $0x00000030, R11
 	JLE       summed
-	CMPQ      R10, $0x00000010
+	CMPQ      R11, $0x00000010
 	JLE       tailmask3
-	MOVQ      $0x00000010, R10
+	MOVQ      $0x00000010, R11
 
 tailmask3:
-	KMOVW     (R11)(R10*2), K1
-	VMOVUPS.Z 192(R8)(R9*4), K1, Z5
-	VADDPS    Z5, Z4, Z4
+	KMOVW     (R12)(R11*2), K1
+	VMOVUPS.Z 192(R8)(R10*4), K1, Z6
+	VADDPS    Z6, Z5, Z5
 
 summed:
-	VADDPS Z3, Z1, Z1
-	VADDPS Z4, Z2, Z2
-	VADDPS Z2, Z1, Z1
-	JMP    mean
+	VADDPS  Z4, Z2, Z2
+	VADDPS  Z5, Z3, Z3
+	VADDPS  Z3, Z2, Z2
+	CMPQ    408(SP), $0x01
+	JE      mean
+	VMOVUPS Z2, (SP)(R9*1)
+	ADDQ    DI, R8
+	ADDQ    $0x00000040, R9
+	CMPQ    R9, $0x00000100
+	JB      meanrow
+
+	// The rest of the halving tree for the group's sums, and their means.
+	VMOVUPS       (SP), Z2
+	VMOVUPS       64(SP), Z3
+	VMOVUPS       128(SP), Z4
+	VMOVUPS       192(SP), Z5
+	VSHUFF64X2    $0x44, Z3, Z2, Z6
+	VSHUFF64X2    $0xee, Z3, Z2, Z2
+	VADDPS        Z2, Z6, Z6
+	VSHUFF64X2    $0x44, Z5, Z4, Z2
+	VSHUFF64X2    $0xee, Z5, Z4, Z3
+	VADDPS        Z3, Z2, Z2
+	VSHUFF32X4    $0x88, Z2, Z6, Z3
+	VSHUFF32X4    $0xdd, Z2, Z6, Z2
+	VADDPS        Z2, Z3, Z3
+	VPERMILPS     $0x4e, Z3, Z2
+	VADDPS        Z2, Z3, Z3
+	VPERMILPS     $0xb1, Z3, Z2
+	VADDPS        Z2, Z3, Z3
+	MOVL          $0x00001111, R8
+	KMOVW         R8, K1
+	VCOMPRESSPS.Z Z3, K1, Z2
+	CMPL          444(SP), $0x00
+	JE            divide2
+	VBROADCASTSS  444(SP), Z3
+	VMULPS        Z3, Z2, Z2
+	JMP           divided3
+
+divide2:
+	VBROADCASTSS 440(SP), Z3
+	VDIVPS       Z3, Z2, Z2
+
+divided3:
+	VMOVUPS Z2, 320(SP)
+	JMP     centered
 
 addsum:
 	MOVQ BX, R8
@@ -11387,10 +12067,10 @@ addsum:
 	MOVQ    job_d+0(AX), R11
 	SUBQ    $0x00000040, R11
 	JGE     addfirstblock
-	VMOVUPS zero64<>+0(SB), Z1
 	VMOVUPS zero64<>+0(SB), Z2
 	VMOVUPS zero64<>+0(SB), Z3
 	VMOVUPS zero64<>+0(SB), Z4
+	VMOVUPS zero64<>+0(SB), Z5
 	XORQ    R10, R10
 	JMP     addsumtail
 
@@ -11400,41 +12080,41 @@ addfirstblock:
 	VMOVUPS (R8)(R10*4), Z1
 	VADDPS  (R9)(R10*4), Z1, Z1
 	VMOVUPS Z1, (R9)(R10*4)
-	VADDPS  zero64<>+0(SB), Z1, Z1
-	VMOVUPS 64(R8)(R10*4), Z2
-	VADDPS  64(R9)(R10*4), Z2, Z2
-	VMOVUPS Z2, 64(R9)(R10*4)
-	VADDPS  zero64<>+0(SB), Z2, Z2
-	VMOVUPS 128(R8)(R10*4), Z3
-	VADDPS  128(R9)(R10*4), Z3, Z3
-	VMOVUPS Z3, 128(R9)(R10*4)
-	VADDPS  zero64<>+0(SB), Z3, Z3
-	VMOVUPS 192(R8)(R10*4), Z4
-	VADDPS  192(R9)(R10*4), Z4, Z4
-	VMOVUPS Z4, 192(R9)(R10*4)
-	VADDPS  zero64<>+0(SB), Z4, Z4
+	VADDPS  zero64<>+0(SB), Z1, Z2
+	VMOVUPS 64(R8)(R10*4), Z1
+	VADDPS  64(R9)(R10*4), Z1, Z1
+	VMOVUPS Z1, 64(R9)(R10*4)
+	VADDPS  zero64<>+0(SB), Z1, Z3
+	VMOVUPS 128(R8)(R10*4), Z1
+	VADDPS  128(R9)(R10*4), Z1, Z1
+	VMOVUPS Z1, 128(R9)(R10*4)
+	VADDPS  zero64<>+0(SB), Z1, Z4
+	VMOVUPS 192(R8)(R10*4), Z1
+	VADDPS  192(R9)(R10*4), Z1, Z1
+	VMOVUPS Z1, 192(R9)(R10*4)
+	VADDPS  zero64<>+0(SB), Z1, Z5
 	MOVQ    $0x00000040, R10
 
 	PCALIGN $32
 addsumloop:
 	CMPQ    R10, R11
 	JG      addsumtail
-	VMOVUPS (R8)(R10*4), Z5
-	VADDPS  (R9)(R10*4), Z5, Z5
-	VMOVUPS Z5, (R9)(R10*4)
-	VADDPS  Z5, Z1, Z1
-	VMOVUPS 64(R8)(R10*4), Z5
-	VADDPS  64(R9)(R10*4), Z5, Z5
-	VMOVUPS Z5, 64(R9)(R10*4)
-	VADDPS  Z5, Z2, Z2
-	VMOVUPS 128(R8)(R10*4), Z5
-	VADDPS  128(R9)(R10*4), Z5, Z5
-	VMOVUPS Z5, 128(R9)(R10*4)
-	VADDPS  Z5, Z3, Z3
-	VMOVUPS 192(R8)(R10*4), Z5
-	VADDPS  192(R9)(R10*4), Z5, Z5
-	VMOVUPS Z5, 192(R9)(R10*4)
-	VADDPS  Z5, Z4, Z4
+	VMOVUPS (R8)(R10*4), Z1
+	VADDPS  (R9)(R10*4), Z1, Z1
+	VMOVUPS Z1, (R9)(R10*4)
+	VADDPS  Z1, Z2, Z2
+	VMOVUPS 64(R8)(R10*4), Z1
+	VADDPS  64(R9)(R10*4), Z1, Z1
+	VMOVUPS Z1, 64(R9)(R10*4)
+	VADDPS  Z1, Z3, Z3
+	VMOVUPS 128(R8)(R10*4), Z1
+	VADDPS  128(R9)(R10*4), Z1, Z1
+	VMOVUPS Z1, 128(R9)(R10*4)
+	VADDPS  Z1, Z4, Z4
+	VMOVUPS 192(R8)(R10*4), Z1
+	VADDPS  192(R9)(R10*4), Z1, Z1
+	VMOVUPS Z1, 192(R9)(R10*4)
+	VADDPS  Z1, Z5, Z5
 	ADDQ    $0x00000040, R10
 	JMP     addsumloop
 
@@ -11451,11 +12131,11 @@ addsumtail:
 
 addtailmask0:
 	KMOVW     (R12)(R13*2), K1
-	VMOVUPS.Z (R8)(R10*4), K1, Z5
+	VMOVUPS.Z (R8)(R10*4), K1, Z1
 	VMOVUPS.Z (R9)(R10*4), K1, Z6
-	VADDPS    Z6, Z5, Z5
-	VMOVUPS   Z5, K1, (R9)(R10*4)
-	VADDPS    Z5, Z1, Z1
+	VADDPS    Z6, Z1, Z1
+	VMOVUPS   Z1, K1, (R9)(R10*4)
+	VADDPS    Z1, Z2, Z2
 	MOVQ      R11, R13
 	SUBQ      $0x00000010, R13
 	JLE       addsummed
@@ -11465,11 +12145,11 @@ addtailmask0:
 
 addtailmask1:
 	KMOVW     (R12)(R13*2), K1
-	VMOVUPS.Z 64(R8)(R10*4), K1, Z5
+	VMOVUPS.Z 64(R8)(R10*4), K1, Z1
 	VMOVUPS.Z 64(R9)(R10*4), K1, Z6
-	VADDPS    Z6, Z5, Z5
-	VMOVUPS   Z5, K1, 64(R9)(R10*4)
-	VADDPS    Z5, Z2, Z2
+	VADDPS    Z6, Z1, Z1
+	VMOVUPS   Z1, K1, 64(R9)(R10*4)
+	VADDPS    Z1, Z3, Z3
 	MOVQ      R11, R13
 	SUBQ      $0x00000020, R13
 	JLE       addsummed
@@ -11479,11 +12159,11 @@ addtailmask1:
 
 addtailmask2:
 	KMOVW     (R12)(R13*2), K1
-	VMOVUPS.Z 128(R8)(R10*4), K1, Z5
+	VMOVUPS.Z 128(R8)(R10*4), K1, Z1
 	VMOVUPS.Z 128(R9)(R10*4), K1, Z6
-	VADDPS    Z6, Z5, Z5
-	VMOVUPS   Z5, K1, 128(R9)(R10*4)
-	VADDPS    Z5, Z3, Z3
+	VADDPS    Z6, Z1, Z1
+	VMOVUPS   Z1, K1, 128(R9)(R10*4)
+	VADDPS    Z1, Z4, Z4
 	SUBQ      $0x00000030, R11
 	JLE       addsummed
 	CMPQ      R11, $0x00000010
@@ -11492,219 +12172,238 @@ addtailmask2:
 
 addtailmask3:
 	KMOVW     (R12)(R11*2), K1
-	VMOVUPS.Z 192(R8)(R10*4), K1, Z5
+	VMOVUPS.Z 192(R8)(R10*4), K1, Z1
 	VMOVUPS.Z 192(R9)(R10*4), K1, Z6
-	VADDPS    Z6, Z5, Z5
-	VMOVUPS   Z5, K1, 192(R9)(R10*4)
-	VADDPS    Z5, Z4, Z4
+	VADDPS    Z6, Z1, Z1
+	VMOVUPS   Z1, K1, 192(R9)(R10*4)
+	VADDPS    Z1, Z5, Z5
 
 addsummed:
-	VADDPS Z3, Z1, Z1
 	VADDPS Z4, Z2, Z2
-	VADDPS Z2, Z1, Z1
+	VADDPS Z5, Z3, Z3
+	VADDPS Z3, Z2, Z2
 
 mean:
-	VSHUFF64X2 $0xee, Z1, Z1, Z2
-	VADDPS     Z2, Z1, Z1
-	VSHUFF32X4 $0x01, Z1, Z1, Z2
-	VADDPS     Z2, Z1, Z1
-	VPERMILPS  $0x4e, Z1, Z2
-	VADDPS     Z2, Z1, Z1
-	VPERMILPS  $0xb1, Z1, Z2
-	VADDPS     Z2, Z1, Z1
+	VSHUFF64X2 $0xee, Z2, Z2, Z1
+	VADDPS     Z1, Z2, Z2
+	VSHUFF32X4 $0x01, Z2, Z2, Z1
+	VADDPS     Z1, Z2, Z2
+	VPERMILPS  $0x4e, Z2, Z1
+	VADDPS     Z1, Z2, Z2
+	VPERMILPS  $0xb1, Z2, Z1
+	VADDPS     Z1, Z2, Z2
 	TESTL      $0x00000020, job_flags+0(AX)
 	JZ         nocenter
 
 	// A row whose sum is not finite (s-s is NaN) takes the float64 path; else m = s/d.
-	VSUBSS   X1, X1, X2
-	VUCOMISS X2, X2
+	VSUBSS   X2, X2, X1
+	VUCOMISS X1, X1
 	JPS      ret
-	CMPL     380(SP), $0x00
-	JE       divide2
-	VMULSS   380(SP), X1, X2
-	JMP      divided3
+	CMPL     444(SP), $0x00
+	JE       divide4
+	VMULSS   444(SP), X2, X1
+	JMP      divided5
 
-divide2:
-	VDIVSS 376(SP), X1, X2
+divide4:
+	VDIVSS 440(SP), X2, X1
 
-divided3:
-	VBROADCASTSS X2, Z5
+divided5:
+	VBROADCASTSS X1, Z1
 	JMP          centered
 
 nocenter:
-	VMOVUPS zero64<>+0(SB), Z5
+	VMOVUPS zero64<>+0(SB), Z1
+	VMOVUPS Z1, 320(SP)
 
 centered:
 	MOVQ DX, R8
+	XORQ R9, R9
+	CMPQ 408(SP), $0x01
+	JE   sqrow
 
+sqnext:
+	MOVQ         R9, R10
+	SHRQ         $0x06, R10
+	VBROADCASTSS 320(SP)(R10*4), Z1
+
+sqrow:
 	// Sum of the squares of x - m: element i goes to partial i%64.
-	MOVQ    job_d+0(AX), R10
-	SUBQ    $0x00000040, R10
+	MOVQ    job_d+0(AX), R11
+	SUBQ    $0x00000040, R11
 	JGE     sqfirstblock
-	VMOVUPS zero64<>+0(SB), Z1
 	VMOVUPS zero64<>+0(SB), Z2
 	VMOVUPS zero64<>+0(SB), Z3
 	VMOVUPS zero64<>+0(SB), Z4
-	XORQ    R9, R9
+	VMOVUPS zero64<>+0(SB), Z5
+	XORQ    R10, R10
 	JMP     sqsumtail
 
 sqfirstblock:
 	// +0 + square is the square itself: the first block initializes the partials.
-	XORQ    R9, R9
-	VMOVUPS (R8)(R9*4), Z1
-	VSUBPS  Z5, Z1, Z1
-	VMULPS  Z1, Z1, Z1
-	VMOVUPS 64(R8)(R9*4), Z2
-	VSUBPS  Z5, Z2, Z2
+	XORQ    R10, R10
+	VMOVUPS (R8)(R10*4), Z2
+	VSUBPS  Z1, Z2, Z2
 	VMULPS  Z2, Z2, Z2
-	VMOVUPS 128(R8)(R9*4), Z3
-	VSUBPS  Z5, Z3, Z3
+	VMOVUPS 64(R8)(R10*4), Z3
+	VSUBPS  Z1, Z3, Z3
 	VMULPS  Z3, Z3, Z3
-	VMOVUPS 192(R8)(R9*4), Z4
-	VSUBPS  Z5, Z4, Z4
+	VMOVUPS 128(R8)(R10*4), Z4
+	VSUBPS  Z1, Z4, Z4
 	VMULPS  Z4, Z4, Z4
-	MOVQ    $0x00000040, R9
+	VMOVUPS 192(R8)(R10*4), Z5
+	VSUBPS  Z1, Z5, Z5
+	VMULPS  Z5, Z5, Z5
+	MOVQ    $0x00000040, R10
 
 	// With flagPF, the rows ahead are prefetched: one loop for both, the flag tested per block.
-	MOVQ DI, R11
+	MOVQ DI, R12
 	CMPQ job_d+0(AX), $0x00000200
-	JA   longrows4
-	SHLQ $0x03, R11
+	JA   longrows6
+	SHLQ $0x03, R12
 
-longrows4:
-	ADDQ R8, R11
-	MOVL job_flags+0(AX), R12
+longrows6:
+	ADDQ R8, R12
+	MOVL job_flags+0(AX), R13
 
 	PCALIGN $32
 sqsumloop:
-	CMPQ  R9, R10
+	CMPQ  R10, R11
 	JG    sqsumtail
-	TESTL $0x00000002, R12
+	TESTL $0x00000002, R13
 	JNZ   sqsumpf
 
 sqsumblock:
-	VMOVUPS (R8)(R9*4), Z6
-	VSUBPS  Z5, Z6, Z6
-	VMULPS  Z6, Z6, Z6
-	VADDPS  Z6, Z1, Z1
-	VMOVUPS 64(R8)(R9*4), Z6
-	VSUBPS  Z5, Z6, Z6
+	VMOVUPS (R8)(R10*4), Z6
+	VSUBPS  Z1, Z6, Z6
 	VMULPS  Z6, Z6, Z6
 	VADDPS  Z6, Z2, Z2
-	VMOVUPS 128(R8)(R9*4), Z6
-	VSUBPS  Z5, Z6, Z6
+	VMOVUPS 64(R8)(R10*4), Z6
+	VSUBPS  Z1, Z6, Z6
 	VMULPS  Z6, Z6, Z6
 	VADDPS  Z6, Z3, Z3
-	VMOVUPS 192(R8)(R9*4), Z6
-	VSUBPS  Z5, Z6, Z6
+	VMOVUPS 128(R8)(R10*4), Z6
+	VSUBPS  Z1, Z6, Z6
 	VMULPS  Z6, Z6, Z6
 	VADDPS  Z6, Z4, Z4
-	ADDQ    $0x00000040, R9
+	VMOVUPS 192(R8)(R10*4), Z6
+	VSUBPS  Z1, Z6, Z6
+	VMULPS  Z6, Z6, Z6
+	VADDPS  Z6, Z5, Z5
+	ADDQ    $0x00000040, R10
 	JMP     sqsumloop
 
 	// Out of the loop's way: the prefetches, whose flag is usually clear.
 sqsumpf:
-	PREFETCHT0 (R11)(R9*4)
-	PREFETCHT0 64(R11)(R9*4)
-	PREFETCHT0 128(R11)(R9*4)
-	PREFETCHT0 192(R11)(R9*4)
+	PREFETCHT0 (R12)(R10*4)
+	PREFETCHT0 64(R12)(R10*4)
+	PREFETCHT0 128(R12)(R10*4)
+	PREFETCHT0 192(R12)(R10*4)
 	JMP        sqsumblock
 
 sqsumtail:
 	// Fewer than 64 elements remain (AVX2, 16-bit: or i is past d, the copied end summed).
-	MOVQ job_d+0(AX), R10
-	SUBQ R9, R10
+	MOVQ job_d+0(AX), R11
+	SUBQ R10, R11
 	JZ   sqsummed
-	LEAQ kmask<>+0(SB), R11
-	MOVQ R10, R12
-	CMPQ R12, $0x00000010
+	LEAQ kmask<>+0(SB), R12
+	MOVQ R11, R13
+	CMPQ R13, $0x00000010
 	JLE  sqtailmask0
-	MOVQ $0x00000010, R12
+	MOVQ $0x00000010, R13
 
 sqtailmask0:
-	KMOVW     (R11)(R12*2), K1
-	VMOVUPS.Z (R8)(R9*4), K1, Z6
-	VSUBPS.Z  Z5, Z6, K1, Z6
-	VMULPS    Z6, Z6, Z6
-	VADDPS    Z6, Z1, Z1
-	MOVQ      R10, R12
-	SUBQ      $0x00000010, R12
-	JLE       sqsummed
-	CMPQ      R12, $0x00000010
-	JLE       sqtailmask1
-	MOVQ      $0x00000010, R12
-
-sqtailmask1:
-	KMOVW     (R11)(R12*2), K1
-	VMOVUPS.Z 64(R8)(R9*4), K1, Z6
-	VSUBPS.Z  Z5, Z6, K1, Z6
+	KMOVW     (R12)(R13*2), K1
+	VMOVUPS.Z (R8)(R10*4), K1, Z6
+	VSUBPS.Z  Z1, Z6, K1, Z6
 	VMULPS    Z6, Z6, Z6
 	VADDPS    Z6, Z2, Z2
-	MOVQ      R10, R12
-	SUBQ      $0x00000020, R12
+	MOVQ      R11, R13
+	SUBQ      $0x00000010, R13
 	JLE       sqsummed
-	CMPQ      R12, $0x00000010
-	JLE       sqtailmask2
-	MOVQ      $0x00000010, R12
+	CMPQ      R13, $0x00000010
+	JLE       sqtailmask1
+	MOVQ      $0x00000010, R13
 
-sqtailmask2:
-	KMOVW     (R11)(R12*2), K1
-	VMOVUPS.Z 128(R8)(R9*4), K1, Z6
-	VSUBPS.Z  Z5, Z6, K1, Z6
+sqtailmask1:
+	KMOVW     (R12)(R13*2), K1
+	VMOVUPS.Z 64(R8)(R10*4), K1, Z6
+	VSUBPS.Z  Z1, Z6, K1, Z6
 	VMULPS    Z6, Z6, Z6
 	VADDPS    Z6, Z3, Z3
-	SUBQ      $0x00000030, R10
+	MOVQ      R11, R13
+	SUBQ      $0x00000020, R13
 	JLE       sqsummed
-	CMPQ      R10, $0x00000010
-	JLE       sqtailmask3
-	MOVQ      $0x00000010, R10
+	CMPQ      R13, $0x00000010
+	JLE       sqtailmask2
+	MOVQ      $0x00000010, R13
 
-sqtailmask3:
-	KMOVW     (R11)(R10*2), K1
-	VMOVUPS.Z 192(R8)(R9*4), K1, Z6
-	VSUBPS.Z  Z5, Z6, K1, Z6
+sqtailmask2:
+	KMOVW     (R12)(R13*2), K1
+	VMOVUPS.Z 128(R8)(R10*4), K1, Z6
+	VSUBPS.Z  Z1, Z6, K1, Z6
 	VMULPS    Z6, Z6, Z6
 	VADDPS    Z6, Z4, Z4
+	SUBQ      $0x00000030, R11
+	JLE       sqsummed
+	CMPQ      R11, $0x00000010
+	JLE       sqtailmask3
+	MOVQ      $0x00000010, R11
+
+sqtailmask3:
+	KMOVW     (R12)(R11*2), K1
+	VMOVUPS.Z 192(R8)(R10*4), K1, Z6
+	VSUBPS.Z  Z1, Z6, K1, Z6
+	VMULPS    Z6, Z6, Z6
+	VADDPS    Z6, Z5, Z5
 
 sqsummed:
-	VADDPS Z3, Z1, Z1
-	VADDPS Z4, Z2, Z2
-	VADDPS Z2, Z1, Z1
+	VADDPS  Z4, Z2, Z2
+	VADDPS  Z5, Z3, Z3
+	VADDPS  Z3, Z2, Z2
+	CMPQ    408(SP), $0x01
+	JE      invone
+	VMOVUPS Z2, (SP)(R9*1)
+	ADDQ    DI, R8
+	ADDQ    $0x00000040, R9
+	CMPQ    R9, $0x00000100
+	JB      sqnext
+	JMP     invgroup
 
+invone:
 	// Halving tree: p[j] += p[j+h] for the remaining h, down to ss.
-	VSHUFF64X2 $0xee, Z1, Z1, Z2
-	VADDPS     Z2, Z1, Z1
-	VSHUFF32X4 $0x01, Z1, Z1, Z2
-	VADDPS     Z2, Z1, Z1
-	VPERMILPS  $0x4e, Z1, Z2
-	VADDPS     Z2, Z1, Z1
-	VPERMILPS  $0xb1, Z1, Z2
-	VADDPS     Z2, Z1, Z1
+	VSHUFF64X2 $0xee, Z2, Z2, Z3
+	VADDPS     Z3, Z2, Z2
+	VSHUFF32X4 $0x01, Z2, Z2, Z3
+	VADDPS     Z3, Z2, Z2
+	VPERMILPS  $0x4e, Z2, Z3
+	VADDPS     Z3, Z2, Z2
+	VPERMILPS  $0xb1, Z2, Z3
+	VADDPS     Z3, Z2, Z2
 
 	// t = ss/d + eps; rows with t outside [2^-100, MaxFloat32] take the float64 path.
-	CMPL   380(SP), $0x00
-	JE     divide5
-	VMULSS 380(SP), X1, X1
-	JMP    divided6
+	CMPL   444(SP), $0x00
+	JE     divide7
+	VMULSS 444(SP), X2, X2
+	JMP    divided8
 
-divide5:
-	VDIVSS 376(SP), X1, X1
+divide7:
+	VDIVSS 440(SP), X2, X2
 
-divided6:
-	VADDSS   job_eps+0(AX), X1, X1
-	VUCOMISS tlo<>+0(SB), X1
+divided8:
+	VADDSS   job_eps+0(AX), X2, X2
+	VUCOMISS tlo<>+0(SB), X2
 	JCS      ret
-	VUCOMISS tmax<>+0(SB), X1
+	VUCOMISS tmax<>+0(SB), X2
 	JHI      ret
-	VSQRTSS  X1, X1, X1
+	VSQRTSS  X2, X2, X2
 	VMOVSS   one<>+0(SB), X7
-	VDIVSS   X1, X7, X7
+	VDIVSS   X2, X7, X7
 
 	// Report 1/rms if asked.
 	MOVQ   job_inv+0(AX), R8
 	TESTQ  R8, R8
 	JZ     reportmean
-	MOVQ   320(SP), R9
+	MOVQ   384(SP), R9
 	VMOVSS X7, (R8)(R9*4)
 
 reportmean:
@@ -11712,19 +12411,95 @@ reportmean:
 	MOVQ   job_mean+0(AX), R8
 	TESTQ  R8, R8
 	JZ     scale
-	MOVQ   320(SP), R9
-	VMOVSS X5, (R8)(R9*4)
+	MOVQ   384(SP), R9
+	VMOVSS X1, (R8)(R9*4)
+	JMP    scale
+
+invgroup:
+	// The rest of the halving tree, four rows at once.
+	VMOVUPS       (SP), Z2
+	VMOVUPS       64(SP), Z3
+	VMOVUPS       128(SP), Z4
+	VMOVUPS       192(SP), Z5
+	VSHUFF64X2    $0x44, Z3, Z2, Z6
+	VSHUFF64X2    $0xee, Z3, Z2, Z2
+	VADDPS        Z2, Z6, Z6
+	VSHUFF64X2    $0x44, Z5, Z4, Z2
+	VSHUFF64X2    $0xee, Z5, Z4, Z3
+	VADDPS        Z3, Z2, Z2
+	VSHUFF32X4    $0x88, Z2, Z6, Z3
+	VSHUFF32X4    $0xdd, Z2, Z6, Z2
+	VADDPS        Z2, Z3, Z3
+	VPERMILPS     $0x4e, Z3, Z2
+	VADDPS        Z2, Z3, Z3
+	VPERMILPS     $0xb1, Z3, Z2
+	VADDPS        Z2, Z3, Z3
+	MOVL          $0x00001111, R8
+	KMOVW         R8, K1
+	VCOMPRESSPS.Z Z3, K1, Z2
+
+	// t = ss/d + eps for the four rows; any t outside [2^-100, MaxFloat32] sends the group to the one-row path.
+	CMPL         444(SP), $0x00
+	JE           divide9
+	VBROADCASTSS 444(SP), Z3
+	VMULPS       Z3, Z2, Z2
+	JMP          divided10
+
+divide9:
+	VBROADCASTSS 440(SP), Z3
+	VDIVPS       Z3, Z2, Z2
+
+divided10:
+	VBROADCASTSS job_eps+0(AX), Z3
+	VADDPS       Z3, Z2, Z2
+	MOVL         $0x0000000f, R8
+	KMOVW        R8, K1
+	VBROADCASTSS tlo<>+0(SB), Z3
+	VBROADCASTSS tmax<>+0(SB), Z4
+	VCMPPS       $0x1d, Z3, Z2, K1, K1
+	VCMPPS       $0x12, Z4, Z2, K1, K1
+	KMOVW        K1, R8
+	CMPL         R8, $0x0f
+	JE           ginrange
+	MOVQ         $0x00000004, 400(SP)
+	JMP          row
+
+ginrange:
+	VSQRTPS      Z2, Z2
+	VBROADCASTSS one<>+0(SB), Z7
+	VDIVPS       Z2, Z7, Z7
+
+	// Report 1/rms if asked.
+	MOVQ    job_inv+0(AX), R8
+	TESTQ   R8, R8
+	JZ      reportmeans
+	MOVQ    384(SP), R9
+	MOVL    $0x0000000f, R10
+	KMOVW   R10, K1
+	VMOVUPS Z7, K1, (R8)(R9*4)
+
+reportmeans:
+	// Report the mean if asked.
+	MOVQ    job_mean+0(AX), R8
+	TESTQ   R8, R8
+	JZ      scale
+	MOVQ    384(SP), R9
+	VMOVUPS 320(SP), Z2
+	MOVL    $0x0000000f, R10
+	KMOVW   R10, K1
+	VMOVUPS Z2, K1, (R8)(R9*4)
 
 scale:
-	VBROADCASTSS X7, Z1
-	MOVQ         $0x00000000, 352(SP)
-	CMPQ         344(SP), $0x01
+	VBROADCASTSS X7, Z2
+	MOVQ         $0x00000000, 416(SP)
+	CMPQ         408(SP), $0x01
 	JE           scalebody
 	VMOVUPS      Z7, 256(SP)
 
 scalerow:
-	MOVQ         352(SP), R8
-	VBROADCASTSS 256(SP)(R8*4), Z1
+	MOVQ         416(SP), R8
+	VBROADCASTSS 256(SP)(R8*4), Z2
+	VBROADCASTSS 320(SP)(R8*4), Z1
 
 scalebody:
 	// y = (src*inv)*w, rounded after each multiply.
@@ -11742,50 +12517,50 @@ scalebody:
 scaleloop:
 	CMPQ      R8, R9
 	JG        scaletail
-	VMOVUPS   (DX)(R8*4), Z2
-	VSUBPS    Z5, Z2, Z2
-	VMULPS    Z1, Z2, Z2
-	VMOVUPS   64(DX)(R8*4), Z3
-	VSUBPS    Z5, Z3, Z3
-	VMULPS    Z1, Z3, Z3
-	VMOVUPS   128(DX)(R8*4), Z4
-	VSUBPS    Z5, Z4, Z4
-	VMULPS    Z1, Z4, Z4
+	VMOVUPS   (DX)(R8*4), Z3
+	VSUBPS    Z1, Z3, Z3
+	VMULPS    Z2, Z3, Z3
+	VMOVUPS   64(DX)(R8*4), Z4
+	VSUBPS    Z1, Z4, Z4
+	VMULPS    Z2, Z4, Z4
+	VMOVUPS   128(DX)(R8*4), Z5
+	VSUBPS    Z1, Z5, Z5
+	VMULPS    Z2, Z5, Z5
 	VMOVUPS   192(DX)(R8*4), Z6
-	VSUBPS    Z5, Z6, Z6
-	VMULPS    Z1, Z6, Z6
+	VSUBPS    Z1, Z6, Z6
+	VMULPS    Z2, Z6, Z6
 	TESTL     $0x00000008, job_flags+0(AX)
-	JZ        notrn7
-	VCVTPS2PH $0x00, Z2, Y2
-	VCVTPH2PS Y2, Z2
+	JZ        notrn11
 	VCVTPS2PH $0x00, Z3, Y3
 	VCVTPH2PS Y3, Z3
 	VCVTPS2PH $0x00, Z4, Y4
 	VCVTPH2PS Y4, Z4
+	VCVTPS2PH $0x00, Z5, Y5
+	VCVTPH2PS Y5, Z5
 	VCVTPS2PH $0x00, Z6, Y6
 	VCVTPH2PS Y6, Z6
 
-notrn7:
-	VMULPS (SI)(R8*4), Z2, Z2
-	VMULPS 64(SI)(R8*4), Z3, Z3
-	VMULPS 128(SI)(R8*4), Z4, Z4
+notrn11:
+	VMULPS (SI)(R8*4), Z3, Z3
+	VMULPS 64(SI)(R8*4), Z4, Z4
+	VMULPS 128(SI)(R8*4), Z5, Z5
 	VMULPS 192(SI)(R8*4), Z6, Z6
 	MOVQ   job_bias+0(AX), R10
 	TESTQ  R10, R10
-	JZ     nobias8
-	VADDPS (R10)(R8*4), Z2, Z2
-	VADDPS 64(R10)(R8*4), Z3, Z3
-	VADDPS 128(R10)(R8*4), Z4, Z4
+	JZ     nobias12
+	VADDPS (R10)(R8*4), Z3, Z3
+	VADDPS 64(R10)(R8*4), Z4, Z4
+	VADDPS 128(R10)(R8*4), Z5, Z5
 	VADDPS 192(R10)(R8*4), Z6, Z6
 
-nobias8:
-	VCVTPS2PH    $0x00, Z2, Y8
-	VCVTPS2PH    $0x00, Z3, Y2
-	VINSERTI64X4 $0x01, Y2, Z8, Z8
+nobias12:
+	VCVTPS2PH    $0x00, Z3, Y8
+	VCVTPS2PH    $0x00, Z4, Y3
+	VINSERTI64X4 $0x01, Y3, Z8, Z8
 	VMOVDQU64    Z8, (CX)(R8*2)
-	VCVTPS2PH    $0x00, Z4, Y9
-	VCVTPS2PH    $0x00, Z6, Y2
-	VINSERTI64X4 $0x01, Y2, Z9, Z9
+	VCVTPS2PH    $0x00, Z5, Y9
+	VCVTPS2PH    $0x00, Z6, Y3
+	VINSERTI64X4 $0x01, Y3, Z9, Z9
 	VMOVDQU64    Z9, 64(CX)(R8*2)
 	ADDQ         $0x00000040, R8
 	JMP          scaleloop
@@ -11794,58 +12569,58 @@ nobias8:
 scaleloopoffset:
 	CMPQ      R8, R9
 	JG        scaletail
-	VMOVUPS   (DX)(R8*4), Z2
-	VSUBPS    Z5, Z2, Z2
-	VMULPS    Z1, Z2, Z2
-	VMOVUPS   64(DX)(R8*4), Z3
-	VSUBPS    Z5, Z3, Z3
-	VMULPS    Z1, Z3, Z3
-	VMOVUPS   128(DX)(R8*4), Z4
-	VSUBPS    Z5, Z4, Z4
-	VMULPS    Z1, Z4, Z4
+	VMOVUPS   (DX)(R8*4), Z3
+	VSUBPS    Z1, Z3, Z3
+	VMULPS    Z2, Z3, Z3
+	VMOVUPS   64(DX)(R8*4), Z4
+	VSUBPS    Z1, Z4, Z4
+	VMULPS    Z2, Z4, Z4
+	VMOVUPS   128(DX)(R8*4), Z5
+	VSUBPS    Z1, Z5, Z5
+	VMULPS    Z2, Z5, Z5
 	VMOVUPS   192(DX)(R8*4), Z6
-	VSUBPS    Z5, Z6, Z6
-	VMULPS    Z1, Z6, Z6
+	VSUBPS    Z1, Z6, Z6
+	VMULPS    Z2, Z6, Z6
 	TESTL     $0x00000008, job_flags+0(AX)
-	JZ        notrn9
-	VCVTPS2PH $0x00, Z2, Y2
-	VCVTPH2PS Y2, Z2
+	JZ        notrn13
 	VCVTPS2PH $0x00, Z3, Y3
 	VCVTPH2PS Y3, Z3
 	VCVTPS2PH $0x00, Z4, Y4
 	VCVTPH2PS Y4, Z4
+	VCVTPS2PH $0x00, Z5, Y5
+	VCVTPH2PS Y5, Z5
 	VCVTPS2PH $0x00, Z6, Y6
 	VCVTPH2PS Y6, Z6
 
-notrn9:
+notrn13:
 	VMOVUPS (SI)(R8*4), Z22
 	VADDPS  Z0, Z22, Z22
-	VMULPS  Z22, Z2, Z2
+	VMULPS  Z22, Z3, Z3
 	VMOVUPS 64(SI)(R8*4), Z22
 	VADDPS  Z0, Z22, Z22
-	VMULPS  Z22, Z3, Z3
+	VMULPS  Z22, Z4, Z4
 	VMOVUPS 128(SI)(R8*4), Z22
 	VADDPS  Z0, Z22, Z22
-	VMULPS  Z22, Z4, Z4
+	VMULPS  Z22, Z5, Z5
 	VMOVUPS 192(SI)(R8*4), Z22
 	VADDPS  Z0, Z22, Z22
 	VMULPS  Z22, Z6, Z6
 	MOVQ    job_bias+0(AX), R10
 	TESTQ   R10, R10
-	JZ      nobias10
-	VADDPS  (R10)(R8*4), Z2, Z2
-	VADDPS  64(R10)(R8*4), Z3, Z3
-	VADDPS  128(R10)(R8*4), Z4, Z4
+	JZ      nobias14
+	VADDPS  (R10)(R8*4), Z3, Z3
+	VADDPS  64(R10)(R8*4), Z4, Z4
+	VADDPS  128(R10)(R8*4), Z5, Z5
 	VADDPS  192(R10)(R8*4), Z6, Z6
 
-nobias10:
-	VCVTPS2PH    $0x00, Z2, Y10
-	VCVTPS2PH    $0x00, Z3, Y2
-	VINSERTI64X4 $0x01, Y2, Z10, Z10
+nobias14:
+	VCVTPS2PH    $0x00, Z3, Y10
+	VCVTPS2PH    $0x00, Z4, Y3
+	VINSERTI64X4 $0x01, Y3, Z10, Z10
 	VMOVDQU64    Z10, (CX)(R8*2)
-	VCVTPS2PH    $0x00, Z4, Y11
-	VCVTPS2PH    $0x00, Z6, Y2
-	VINSERTI64X4 $0x01, Y2, Z11, Z11
+	VCVTPS2PH    $0x00, Z5, Y11
+	VCVTPS2PH    $0x00, Z6, Y3
+	VINSERTI64X4 $0x01, Y3, Z11, Z11
 	VMOVDQU64    Z11, 64(CX)(R8*2)
 	ADDQ         $0x00000040, R8
 	JMP          scaleloopoffset
@@ -11854,34 +12629,34 @@ nobias10:
 scaleloopnoweight:
 	CMPQ    R8, R9
 	JG      scaletail
-	VMOVUPS (DX)(R8*4), Z2
-	VSUBPS  Z5, Z2, Z2
-	VMULPS  Z1, Z2, Z2
-	VMOVUPS 64(DX)(R8*4), Z3
-	VSUBPS  Z5, Z3, Z3
-	VMULPS  Z1, Z3, Z3
-	VMOVUPS 128(DX)(R8*4), Z4
-	VSUBPS  Z5, Z4, Z4
-	VMULPS  Z1, Z4, Z4
+	VMOVUPS (DX)(R8*4), Z3
+	VSUBPS  Z1, Z3, Z3
+	VMULPS  Z2, Z3, Z3
+	VMOVUPS 64(DX)(R8*4), Z4
+	VSUBPS  Z1, Z4, Z4
+	VMULPS  Z2, Z4, Z4
+	VMOVUPS 128(DX)(R8*4), Z5
+	VSUBPS  Z1, Z5, Z5
+	VMULPS  Z2, Z5, Z5
 	VMOVUPS 192(DX)(R8*4), Z6
-	VSUBPS  Z5, Z6, Z6
-	VMULPS  Z1, Z6, Z6
+	VSUBPS  Z1, Z6, Z6
+	VMULPS  Z2, Z6, Z6
 	MOVQ    job_bias+0(AX), R10
 	TESTQ   R10, R10
-	JZ      nobias11
-	VADDPS  (R10)(R8*4), Z2, Z2
-	VADDPS  64(R10)(R8*4), Z3, Z3
-	VADDPS  128(R10)(R8*4), Z4, Z4
+	JZ      nobias15
+	VADDPS  (R10)(R8*4), Z3, Z3
+	VADDPS  64(R10)(R8*4), Z4, Z4
+	VADDPS  128(R10)(R8*4), Z5, Z5
 	VADDPS  192(R10)(R8*4), Z6, Z6
 
-nobias11:
-	VCVTPS2PH    $0x00, Z2, Y12
-	VCVTPS2PH    $0x00, Z3, Y2
-	VINSERTI64X4 $0x01, Y2, Z12, Z12
+nobias15:
+	VCVTPS2PH    $0x00, Z3, Y12
+	VCVTPS2PH    $0x00, Z4, Y3
+	VINSERTI64X4 $0x01, Y3, Z12, Z12
 	VMOVDQU64    Z12, (CX)(R8*2)
-	VCVTPS2PH    $0x00, Z4, Y13
-	VCVTPS2PH    $0x00, Z6, Y2
-	VINSERTI64X4 $0x01, Y2, Z13, Z13
+	VCVTPS2PH    $0x00, Z5, Y13
+	VCVTPS2PH    $0x00, Z6, Y3
+	VINSERTI64X4 $0x01, Y3, Z13, Z13
 	VMOVDQU64    Z13, 64(CX)(R8*2)
 	ADDQ         $0x00000040, R8
 	JMP          scaleloopnoweight
@@ -11889,10 +12664,10 @@ nobias11:
 scalepf:
 	MOVQ DI, R10
 	CMPQ job_d+0(AX), $0x00000200
-	JA   longrows12
+	JA   longrows16
 	SHLQ $0x03, R10
 
-longrows12:
+longrows16:
 	ADDQ  DX, R10
 	TESTL $0x00000001, job_flags+0(AX)
 	JNZ   scalent
@@ -11909,50 +12684,50 @@ scalepfloop:
 	PREFETCHT0 64(R10)(R8*4)
 	PREFETCHT0 128(R10)(R8*4)
 	PREFETCHT0 192(R10)(R8*4)
-	VMOVUPS    (DX)(R8*4), Z2
-	VSUBPS     Z5, Z2, Z2
-	VMULPS     Z1, Z2, Z2
-	VMOVUPS    64(DX)(R8*4), Z3
-	VSUBPS     Z5, Z3, Z3
-	VMULPS     Z1, Z3, Z3
-	VMOVUPS    128(DX)(R8*4), Z4
-	VSUBPS     Z5, Z4, Z4
-	VMULPS     Z1, Z4, Z4
+	VMOVUPS    (DX)(R8*4), Z3
+	VSUBPS     Z1, Z3, Z3
+	VMULPS     Z2, Z3, Z3
+	VMOVUPS    64(DX)(R8*4), Z4
+	VSUBPS     Z1, Z4, Z4
+	VMULPS     Z2, Z4, Z4
+	VMOVUPS    128(DX)(R8*4), Z5
+	VSUBPS     Z1, Z5, Z5
+	VMULPS     Z2, Z5, Z5
 	VMOVUPS    192(DX)(R8*4), Z6
-	VSUBPS     Z5, Z6, Z6
-	VMULPS     Z1, Z6, Z6
+	VSUBPS     Z1, Z6, Z6
+	VMULPS     Z2, Z6, Z6
 	TESTL      $0x00000008, job_flags+0(AX)
-	JZ         notrn13
-	VCVTPS2PH  $0x00, Z2, Y2
-	VCVTPH2PS  Y2, Z2
+	JZ         notrn17
 	VCVTPS2PH  $0x00, Z3, Y3
 	VCVTPH2PS  Y3, Z3
 	VCVTPS2PH  $0x00, Z4, Y4
 	VCVTPH2PS  Y4, Z4
+	VCVTPS2PH  $0x00, Z5, Y5
+	VCVTPH2PS  Y5, Z5
 	VCVTPS2PH  $0x00, Z6, Y6
 	VCVTPH2PS  Y6, Z6
 
-notrn13:
-	VMULPS (SI)(R8*4), Z2, Z2
-	VMULPS 64(SI)(R8*4), Z3, Z3
-	VMULPS 128(SI)(R8*4), Z4, Z4
+notrn17:
+	VMULPS (SI)(R8*4), Z3, Z3
+	VMULPS 64(SI)(R8*4), Z4, Z4
+	VMULPS 128(SI)(R8*4), Z5, Z5
 	VMULPS 192(SI)(R8*4), Z6, Z6
 	MOVQ   job_bias+0(AX), R11
 	TESTQ  R11, R11
-	JZ     nobias14
-	VADDPS (R11)(R8*4), Z2, Z2
-	VADDPS 64(R11)(R8*4), Z3, Z3
-	VADDPS 128(R11)(R8*4), Z4, Z4
+	JZ     nobias18
+	VADDPS (R11)(R8*4), Z3, Z3
+	VADDPS 64(R11)(R8*4), Z4, Z4
+	VADDPS 128(R11)(R8*4), Z5, Z5
 	VADDPS 192(R11)(R8*4), Z6, Z6
 
-nobias14:
-	VCVTPS2PH    $0x00, Z2, Y14
-	VCVTPS2PH    $0x00, Z3, Y2
-	VINSERTI64X4 $0x01, Y2, Z14, Z14
+nobias18:
+	VCVTPS2PH    $0x00, Z3, Y14
+	VCVTPS2PH    $0x00, Z4, Y3
+	VINSERTI64X4 $0x01, Y3, Z14, Z14
 	VMOVDQU64    Z14, (CX)(R8*2)
-	VCVTPS2PH    $0x00, Z4, Y15
-	VCVTPS2PH    $0x00, Z6, Y2
-	VINSERTI64X4 $0x01, Y2, Z15, Z15
+	VCVTPS2PH    $0x00, Z5, Y15
+	VCVTPS2PH    $0x00, Z6, Y3
+	VINSERTI64X4 $0x01, Y3, Z15, Z15
 	VMOVDQU64    Z15, 64(CX)(R8*2)
 	ADDQ         $0x00000040, R8
 	JMP          scalepfloop
@@ -11965,58 +12740,58 @@ scalepfloopoffset:
 	PREFETCHT0 64(R10)(R8*4)
 	PREFETCHT0 128(R10)(R8*4)
 	PREFETCHT0 192(R10)(R8*4)
-	VMOVUPS    (DX)(R8*4), Z2
-	VSUBPS     Z5, Z2, Z2
-	VMULPS     Z1, Z2, Z2
-	VMOVUPS    64(DX)(R8*4), Z3
-	VSUBPS     Z5, Z3, Z3
-	VMULPS     Z1, Z3, Z3
-	VMOVUPS    128(DX)(R8*4), Z4
-	VSUBPS     Z5, Z4, Z4
-	VMULPS     Z1, Z4, Z4
+	VMOVUPS    (DX)(R8*4), Z3
+	VSUBPS     Z1, Z3, Z3
+	VMULPS     Z2, Z3, Z3
+	VMOVUPS    64(DX)(R8*4), Z4
+	VSUBPS     Z1, Z4, Z4
+	VMULPS     Z2, Z4, Z4
+	VMOVUPS    128(DX)(R8*4), Z5
+	VSUBPS     Z1, Z5, Z5
+	VMULPS     Z2, Z5, Z5
 	VMOVUPS    192(DX)(R8*4), Z6
-	VSUBPS     Z5, Z6, Z6
-	VMULPS     Z1, Z6, Z6
+	VSUBPS     Z1, Z6, Z6
+	VMULPS     Z2, Z6, Z6
 	TESTL      $0x00000008, job_flags+0(AX)
-	JZ         notrn15
-	VCVTPS2PH  $0x00, Z2, Y2
-	VCVTPH2PS  Y2, Z2
+	JZ         notrn19
 	VCVTPS2PH  $0x00, Z3, Y3
 	VCVTPH2PS  Y3, Z3
 	VCVTPS2PH  $0x00, Z4, Y4
 	VCVTPH2PS  Y4, Z4
+	VCVTPS2PH  $0x00, Z5, Y5
+	VCVTPH2PS  Y5, Z5
 	VCVTPS2PH  $0x00, Z6, Y6
 	VCVTPH2PS  Y6, Z6
 
-notrn15:
+notrn19:
 	VMOVUPS (SI)(R8*4), Z22
 	VADDPS  Z0, Z22, Z22
-	VMULPS  Z22, Z2, Z2
+	VMULPS  Z22, Z3, Z3
 	VMOVUPS 64(SI)(R8*4), Z22
 	VADDPS  Z0, Z22, Z22
-	VMULPS  Z22, Z3, Z3
+	VMULPS  Z22, Z4, Z4
 	VMOVUPS 128(SI)(R8*4), Z22
 	VADDPS  Z0, Z22, Z22
-	VMULPS  Z22, Z4, Z4
+	VMULPS  Z22, Z5, Z5
 	VMOVUPS 192(SI)(R8*4), Z22
 	VADDPS  Z0, Z22, Z22
 	VMULPS  Z22, Z6, Z6
 	MOVQ    job_bias+0(AX), R11
 	TESTQ   R11, R11
-	JZ      nobias16
-	VADDPS  (R11)(R8*4), Z2, Z2
-	VADDPS  64(R11)(R8*4), Z3, Z3
-	VADDPS  128(R11)(R8*4), Z4, Z4
+	JZ      nobias20
+	VADDPS  (R11)(R8*4), Z3, Z3
+	VADDPS  64(R11)(R8*4), Z4, Z4
+	VADDPS  128(R11)(R8*4), Z5, Z5
 	VADDPS  192(R11)(R8*4), Z6, Z6
 
-nobias16:
-	VCVTPS2PH    $0x00, Z2, Y16
-	VCVTPS2PH    $0x00, Z3, Y2
-	VINSERTI64X4 $0x01, Y2, Z16, Z16
+nobias20:
+	VCVTPS2PH    $0x00, Z3, Y16
+	VCVTPS2PH    $0x00, Z4, Y3
+	VINSERTI64X4 $0x01, Y3, Z16, Z16
 	VMOVDQU64    Z16, (CX)(R8*2)
-	VCVTPS2PH    $0x00, Z4, Y17
-	VCVTPS2PH    $0x00, Z6, Y2
-	VINSERTI64X4 $0x01, Y2, Z17, Z17
+	VCVTPS2PH    $0x00, Z5, Y17
+	VCVTPS2PH    $0x00, Z6, Y3
+	VINSERTI64X4 $0x01, Y3, Z17, Z17
 	VMOVDQU64    Z17, 64(CX)(R8*2)
 	ADDQ         $0x00000040, R8
 	JMP          scalepfloopoffset
@@ -12029,34 +12804,34 @@ scalepfloopnoweight:
 	PREFETCHT0 64(R10)(R8*4)
 	PREFETCHT0 128(R10)(R8*4)
 	PREFETCHT0 192(R10)(R8*4)
-	VMOVUPS    (DX)(R8*4), Z2
-	VSUBPS     Z5, Z2, Z2
-	VMULPS     Z1, Z2, Z2
-	VMOVUPS    64(DX)(R8*4), Z3
-	VSUBPS     Z5, Z3, Z3
-	VMULPS     Z1, Z3, Z3
-	VMOVUPS    128(DX)(R8*4), Z4
-	VSUBPS     Z5, Z4, Z4
-	VMULPS     Z1, Z4, Z4
+	VMOVUPS    (DX)(R8*4), Z3
+	VSUBPS     Z1, Z3, Z3
+	VMULPS     Z2, Z3, Z3
+	VMOVUPS    64(DX)(R8*4), Z4
+	VSUBPS     Z1, Z4, Z4
+	VMULPS     Z2, Z4, Z4
+	VMOVUPS    128(DX)(R8*4), Z5
+	VSUBPS     Z1, Z5, Z5
+	VMULPS     Z2, Z5, Z5
 	VMOVUPS    192(DX)(R8*4), Z6
-	VSUBPS     Z5, Z6, Z6
-	VMULPS     Z1, Z6, Z6
+	VSUBPS     Z1, Z6, Z6
+	VMULPS     Z2, Z6, Z6
 	MOVQ       job_bias+0(AX), R11
 	TESTQ      R11, R11
-	JZ         nobias17
-	VADDPS     (R11)(R8*4), Z2, Z2
-	VADDPS     64(R11)(R8*4), Z3, Z3
-	VADDPS     128(R11)(R8*4), Z4, Z4
+	JZ         nobias21
+	VADDPS     (R11)(R8*4), Z3, Z3
+	VADDPS     64(R11)(R8*4), Z4, Z4
+	VADDPS     128(R11)(R8*4), Z5, Z5
 	VADDPS     192(R11)(R8*4), Z6, Z6
 
-nobias17:
-	VCVTPS2PH    $0x00, Z2, Y18
-	VCVTPS2PH    $0x00, Z3, Y2
-	VINSERTI64X4 $0x01, Y2, Z18, Z18
+nobias21:
+	VCVTPS2PH    $0x00, Z3, Y18
+	VCVTPS2PH    $0x00, Z4, Y3
+	VINSERTI64X4 $0x01, Y3, Z18, Z18
 	VMOVDQU64    Z18, (CX)(R8*2)
-	VCVTPS2PH    $0x00, Z4, Y19
-	VCVTPS2PH    $0x00, Z6, Y2
-	VINSERTI64X4 $0x01, Y2, Z19, Z19
+	VCVTPS2PH    $0x00, Z5, Y19
+	VCVTPS2PH    $0x00, Z6, Y3
+	VINSERTI64X4 $0x01, Y3, Z19, Z19
 	VMOVDQU64    Z19, 64(CX)(R8*2)
 	ADDQ         $0x00000040, R8
 	JMP          scalepfloopnoweight
@@ -12075,29 +12850,29 @@ scalent:
 scalehead:
 	CMPQ      R10, $0x00000010
 	JB        scaleheadpart
-	VMOVUPS   (DX)(R8*4), Z2
-	VSUBPS    Z5, Z2, Z2
-	VMULPS    Z1, Z2, Z2
+	VMOVUPS   (DX)(R8*4), Z3
+	VSUBPS    Z1, Z3, Z3
+	VMULPS    Z2, Z3, Z3
 	TESTL     $0x00000008, job_flags+0(AX)
-	JZ        notrn18
-	VCVTPS2PH $0x00, Z2, Y2
-	VCVTPH2PS Y2, Z2
+	JZ        notrn22
+	VCVTPS2PH $0x00, Z3, Y3
+	VCVTPH2PS Y3, Z3
 
-notrn18:
+notrn22:
 	TESTQ   SI, SI
-	JZ      noweight19
-	VMOVUPS (SI)(R8*4), Z3
-	VADDPS  Z0, Z3, Z3
-	VMULPS  Z3, Z2, Z2
+	JZ      noweight23
+	VMOVUPS (SI)(R8*4), Z4
+	VADDPS  Z0, Z4, Z4
+	VMULPS  Z4, Z3, Z3
 
-noweight19:
+noweight23:
 	MOVQ   job_bias+0(AX), R11
 	TESTQ  R11, R11
-	JZ     nobias20
-	VADDPS (R11)(R8*4), Z2, Z2
+	JZ     nobias24
+	VADDPS (R11)(R8*4), Z3, Z3
 
-nobias20:
-	VCVTPS2PH $0x00, Z2, (CX)(R8*2)
+nobias24:
+	VCVTPS2PH $0x00, Z3, (CX)(R8*2)
 	ADDQ      $0x00000010, R8
 	SUBQ      $0x00000010, R10
 	JZ        scalentgo
@@ -12108,10 +12883,10 @@ scaleheadpart:
 scalentgo:
 	MOVQ DI, R10
 	CMPQ job_d+0(AX), $0x00000200
-	JA   longrows21
+	JA   longrows25
 	SHLQ $0x03, R10
 
-longrows21:
+longrows25:
 	ADDQ DX, R10
 	MOVL job_flags+0(AX), R11
 
@@ -12123,74 +12898,74 @@ scalentloop:
 	PREFETCHT0 64(R10)(R8*4)
 	PREFETCHT0 128(R10)(R8*4)
 	PREFETCHT0 192(R10)(R8*4)
-	VMOVUPS    (DX)(R8*4), Z2
-	VSUBPS     Z5, Z2, Z2
-	VMULPS     Z1, Z2, Z2
-	VMOVUPS    64(DX)(R8*4), Z3
-	VSUBPS     Z5, Z3, Z3
-	VMULPS     Z1, Z3, Z3
-	VMOVUPS    128(DX)(R8*4), Z4
-	VSUBPS     Z5, Z4, Z4
-	VMULPS     Z1, Z4, Z4
+	VMOVUPS    (DX)(R8*4), Z3
+	VSUBPS     Z1, Z3, Z3
+	VMULPS     Z2, Z3, Z3
+	VMOVUPS    64(DX)(R8*4), Z4
+	VSUBPS     Z1, Z4, Z4
+	VMULPS     Z2, Z4, Z4
+	VMOVUPS    128(DX)(R8*4), Z5
+	VSUBPS     Z1, Z5, Z5
+	VMULPS     Z2, Z5, Z5
 	VMOVUPS    192(DX)(R8*4), Z6
-	VSUBPS     Z5, Z6, Z6
-	VMULPS     Z1, Z6, Z6
+	VSUBPS     Z1, Z6, Z6
+	VMULPS     Z2, Z6, Z6
 	TESTL      $0x00000008, job_flags+0(AX)
-	JZ         notrn22
-	VCVTPS2PH  $0x00, Z2, Y2
-	VCVTPH2PS  Y2, Z2
+	JZ         notrn26
 	VCVTPS2PH  $0x00, Z3, Y3
 	VCVTPH2PS  Y3, Z3
 	VCVTPS2PH  $0x00, Z4, Y4
 	VCVTPH2PS  Y4, Z4
+	VCVTPS2PH  $0x00, Z5, Y5
+	VCVTPH2PS  Y5, Z5
 	VCVTPS2PH  $0x00, Z6, Y6
 	VCVTPH2PS  Y6, Z6
 
-notrn22:
+notrn26:
 	TESTQ  SI, SI
-	JZ     weighed24
+	JZ     weighed28
 	TESTL  $0x00000010, R11
-	JNZ    offset23
-	VMULPS (SI)(R8*4), Z2, Z2
-	VMULPS 64(SI)(R8*4), Z3, Z3
-	VMULPS 128(SI)(R8*4), Z4, Z4
+	JNZ    offset27
+	VMULPS (SI)(R8*4), Z3, Z3
+	VMULPS 64(SI)(R8*4), Z4, Z4
+	VMULPS 128(SI)(R8*4), Z5, Z5
 	VMULPS 192(SI)(R8*4), Z6, Z6
 
-weighed24:
+weighed28:
 	MOVQ   job_bias+0(AX), R12
 	TESTQ  R12, R12
-	JZ     nobias25
-	VADDPS (R12)(R8*4), Z2, Z2
-	VADDPS 64(R12)(R8*4), Z3, Z3
-	VADDPS 128(R12)(R8*4), Z4, Z4
+	JZ     nobias29
+	VADDPS (R12)(R8*4), Z3, Z3
+	VADDPS 64(R12)(R8*4), Z4, Z4
+	VADDPS 128(R12)(R8*4), Z5, Z5
 	VADDPS 192(R12)(R8*4), Z6, Z6
 
-nobias25:
-	VCVTPS2PH    $0x00, Z2, Y20
-	VCVTPS2PH    $0x00, Z3, Y2
-	VINSERTI64X4 $0x01, Y2, Z20, Z20
+nobias29:
+	VCVTPS2PH    $0x00, Z3, Y20
+	VCVTPS2PH    $0x00, Z4, Y3
+	VINSERTI64X4 $0x01, Y3, Z20, Z20
 	VMOVNTDQ     Z20, (CX)(R8*2)
-	VCVTPS2PH    $0x00, Z4, Y21
-	VCVTPS2PH    $0x00, Z6, Y2
-	VINSERTI64X4 $0x01, Y2, Z21, Z21
+	VCVTPS2PH    $0x00, Z5, Y21
+	VCVTPS2PH    $0x00, Z6, Y3
+	VINSERTI64X4 $0x01, Y3, Z21, Z21
 	VMOVNTDQ     Z21, 64(CX)(R8*2)
 	ADDQ         $0x00000040, R8
 	JMP          scalentloop
 
-offset23:
+offset27:
 	VMOVUPS (SI)(R8*4), Z22
 	VADDPS  Z0, Z22, Z22
-	VMULPS  Z22, Z2, Z2
+	VMULPS  Z22, Z3, Z3
 	VMOVUPS 64(SI)(R8*4), Z22
 	VADDPS  Z0, Z22, Z22
-	VMULPS  Z22, Z3, Z3
+	VMULPS  Z22, Z4, Z4
 	VMOVUPS 128(SI)(R8*4), Z22
 	VADDPS  Z0, Z22, Z22
-	VMULPS  Z22, Z4, Z4
+	VMULPS  Z22, Z5, Z5
 	VMOVUPS 192(SI)(R8*4), Z22
 	VADDPS  Z0, Z22, Z22
 	VMULPS  Z22, Z6, Z6
-	JMP     weighed24
+	JMP     weighed28
 
 scaletail:
 	ADDQ $0x00000030, R9
@@ -12198,29 +12973,29 @@ scaletail:
 scaleone:
 	CMPQ      R8, R9
 	JG        scalepart
-	VMOVUPS   (DX)(R8*4), Z2
-	VSUBPS    Z5, Z2, Z2
-	VMULPS    Z1, Z2, Z2
+	VMOVUPS   (DX)(R8*4), Z3
+	VSUBPS    Z1, Z3, Z3
+	VMULPS    Z2, Z3, Z3
 	TESTL     $0x00000008, job_flags+0(AX)
-	JZ        notrn26
-	VCVTPS2PH $0x00, Z2, Y2
-	VCVTPH2PS Y2, Z2
+	JZ        notrn30
+	VCVTPS2PH $0x00, Z3, Y3
+	VCVTPH2PS Y3, Z3
 
-notrn26:
+notrn30:
 	TESTQ   SI, SI
-	JZ      noweight27
-	VMOVUPS (SI)(R8*4), Z3
-	VADDPS  Z0, Z3, Z3
-	VMULPS  Z3, Z2, Z2
+	JZ      noweight31
+	VMOVUPS (SI)(R8*4), Z4
+	VADDPS  Z0, Z4, Z4
+	VMULPS  Z4, Z3, Z3
 
-noweight27:
+noweight31:
 	MOVQ   job_bias+0(AX), R10
 	TESTQ  R10, R10
-	JZ     nobias28
-	VADDPS (R10)(R8*4), Z2, Z2
+	JZ     nobias32
+	VADDPS (R10)(R8*4), Z3, Z3
 
-nobias28:
-	VCVTPS2PH $0x00, Z2, (CX)(R8*2)
+nobias32:
+	VCVTPS2PH $0x00, Z3, (CX)(R8*2)
 	ADDQ      $0x00000010, R8
 	JMP       scaleone
 
@@ -12233,43 +13008,43 @@ scalepart:
 partout:
 	LEAQ      kmask<>+0(SB), R11
 	KMOVW     (R11)(R10*2), K1
-	VMOVUPS.Z (DX)(R8*4), K1, Z2
-	VSUBPS    Z5, Z2, Z2
-	VMULPS    Z2, Z1, Z2
+	VMOVUPS.Z (DX)(R8*4), K1, Z3
+	VSUBPS    Z1, Z3, Z3
+	VMULPS    Z3, Z2, Z3
 	TESTL     $0x00000008, job_flags+0(AX)
-	JZ        notrn29
-	VCVTPS2PH $0x00, Z2, Y2
-	VCVTPH2PS Y2, Z2
+	JZ        notrn33
+	VCVTPS2PH $0x00, Z3, Y3
+	VCVTPH2PS Y3, Z3
 
-notrn29:
+notrn33:
 	TESTQ     SI, SI
-	JZ        noweight30
-	VMOVUPS.Z (SI)(R8*4), K1, Z3
-	VADDPS    Z0, Z3, Z3
-	VMULPS    Z3, Z2, Z2
+	JZ        noweight34
+	VMOVUPS.Z (SI)(R8*4), K1, Z4
+	VADDPS    Z0, Z4, Z4
+	VMULPS    Z4, Z3, Z3
 
-noweight30:
+noweight34:
 	MOVQ      job_bias+0(AX), R11
 	TESTQ     R11, R11
-	JZ        nobias31
-	VMOVUPS.Z (R11)(R8*4), K1, Z3
-	VADDPS    Z3, Z2, Z2
+	JZ        nobias35
+	VMOVUPS.Z (R11)(R8*4), K1, Z4
+	VADDPS    Z4, Z3, Z3
 
-nobias31:
-	VCVTPS2PH $0x00, Z2, K1, (CX)(R8*2)
+nobias35:
+	VCVTPS2PH $0x00, Z3, K1, (CX)(R8*2)
 	ADDQ      R10, R8
 	CMPQ      R8, job_d+0(AX)
 	JB        scalentgo
 
 scaled:
 	ADDQ DI, DX
-	ADDQ 328(SP), CX
+	ADDQ 392(SP), CX
 	ADDQ DI, BX
-	INCQ 320(SP)
-	MOVQ 352(SP), R8
+	INCQ 384(SP)
+	MOVQ 416(SP), R8
 	INCQ R8
-	MOVQ R8, 352(SP)
-	CMPQ R8, 344(SP)
+	MOVQ R8, 416(SP)
+	CMPQ R8, 408(SP)
 	JB   scalerow
 	JMP  row
 
@@ -12280,7 +13055,7 @@ ret:
 
 vzero:
 	VZEROUPPER
-	MOVQ 320(SP), AX
+	MOVQ 384(SP), AX
 	MOVQ AX, ret+24(FP)
 	RET
 
@@ -54808,7 +55583,7 @@ bf16fix79:
 
 // func avx512bf16ForwardLayerBF16(j uintptr, from int, to int) int
 // Requires: AVX, AVX512BF16, AVX512BW, AVX512DQ, AVX512F, MMX+
-TEXT ·avx512bf16ForwardLayerBF16(SB), NOSPLIT, $384-32
+TEXT ·avx512bf16ForwardLayerBF16(SB), NOSPLIT, $448-32
 	// avx512bf16ForwardLayerBF16 normalizes rows [from, to) of the job: LayerNorm on BF16 rows: y = round16(((x-m)*inv)*w + b), round16(((x-m)*inv)*(1+w) + b) with flagOffset, or round16((x-m)*inv + b) with w nil (with flagRN and a weight, round16((x-m)*inv) in place of ((x-m)*inv)), m the row's mean with flagCenter (else +0; stored to mean[r] when mean is not nil), b the bias (nothing added when it is nil), for each row; with res, h = round16(x + res) and res = h per element first, and h in place of x.
 	// It stops before the first row that needs the float64 path and returns that row's index, or to.
 	MOVQ  j+0(FP), AX
@@ -54825,7 +55600,7 @@ rowsset:
 	SHLQ         $0x01, DI
 	MOVQ         job_dstStride+0(AX), R8
 	SHLQ         $0x01, R8
-	MOVQ         R8, 328(SP)
+	MOVQ         R8, 392(SP)
 	VMOVDQU64    oddwords<>+0(SB), Z2
 	VPBROADCASTD avx512bfone<>+0(SB), Z0
 	VPBROADCASTD avx512bfbias<>+0(SB), Z1
@@ -54838,7 +55613,7 @@ rowsset:
 	MOVQ       job_d+0(AX), R8
 	VMOVSS     one<>+0(SB), X5
 	VCVTSI2SSQ R8, X5, X5
-	VMOVSS     X5, 376(SP)
+	VMOVSS     X5, 440(SP)
 	XORL       R10, R10
 	LEAQ       -1(R8), R9
 	TESTQ      R8, R9
@@ -54849,7 +55624,7 @@ rowsset:
 	SHLL       $0x17, R10
 
 notpow2:
-	MOVL         R10, 380(SP)
+	MOVL         R10, 444(SP)
 	VBROADCASTSS one<>+0(SB), Z5
 	TESTL        $0x00000010, job_flags+0(AX)
 	JNZ          weightadd1
@@ -54858,218 +55633,278 @@ notpow2:
 weightadd1:
 	// Start at row from.
 	MOVQ  from+8(FP), R8
-	MOVQ  R8, 320(SP)
-	MOVQ  $0x00000000, 336(SP)
+	MOVQ  R8, 384(SP)
+	MOVQ  $0x00000000, 400(SP)
 	MOVQ  R8, R9
-	IMULQ 328(SP), R9
+	IMULQ 392(SP), R9
 	ADDQ  R9, CX
 	IMULQ DI, R8
 	ADDQ  R8, DX
 	ADDQ  R8, BX
 
 row:
-	MOVQ  320(SP), R8
+	MOVQ  384(SP), R8
 	CMPQ  R8, to+16(FP)
 	JAE   ret
-	MOVQ  $0x00000001, 344(SP)
+	MOVQ  $0x00000001, 408(SP)
 	CMPQ  job_res+0(AX), $0x00
 	JNE   addsum
+	TESTL $0x00000200, job_flags+0(AX)
+	JZ    sum
+	CMPQ  400(SP), $0x00
+	JE    trygroup
+	DECQ  400(SP)
+	JMP   sum
+
+trygroup:
+	CMPQ job_d+0(AX), $0x00000200
+	JA   sum
+	MOVQ to+16(FP), R8
+	SUBQ 384(SP), R8
+	CMPQ R8, $0x04
+	JB   sum
+	MOVQ $0x00000004, 408(SP)
+
+sum:
 	TESTL $0x00000020, job_flags+0(AX)
 	JZ    nocenter
 	MOVQ  DX, R8
+	XORQ  R9, R9
 
+meanrow:
 	// Sum of the elements: element i goes to partial i%64.
 	CMPQ job_d+0(AX), $0x00000080
 	JAE  halves
 
 	// Rows shorter than two blocks: widened in order, no permutes.
-	XORQ     R9, R9
-	MOVQ     job_d+0(AX), R10
-	CMPQ     R10, $0x00000040
+	XORQ     R10, R10
+	MOVQ     job_d+0(AX), R11
+	CMPQ     R11, $0x00000040
 	JB       shortnat
-	VPERMW.Z (R8)(R9*2), Z3, K1, Z6
-	VADDPS   zero64<>+0(SB), Z6, Z6
-	VPERMW.Z (R8)(R9*2), Z4, K1, Z7
+	VPERMW.Z (R8)(R10*2), Z3, K1, Z7
 	VADDPS   zero64<>+0(SB), Z7, Z7
-	VPERMW.Z 64(R8)(R9*2), Z3, K1, Z8
+	VPERMW.Z (R8)(R10*2), Z4, K1, Z8
 	VADDPS   zero64<>+0(SB), Z8, Z8
-	VPERMW.Z 64(R8)(R9*2), Z4, K1, Z9
+	VPERMW.Z 64(R8)(R10*2), Z3, K1, Z9
 	VADDPS   zero64<>+0(SB), Z9, Z9
-	MOVQ     $0x00000040, R9
-	SUBQ     $0x00000040, R10
+	VPERMW.Z 64(R8)(R10*2), Z4, K1, Z10
+	VADDPS   zero64<>+0(SB), Z10, Z10
+	MOVQ     $0x00000040, R10
+	SUBQ     $0x00000040, R11
 	JZ       ordered
 	JMP      tailnat
 
 shortnat:
-	VMOVUPS zero64<>+0(SB), Z6
 	VMOVUPS zero64<>+0(SB), Z7
 	VMOVUPS zero64<>+0(SB), Z8
 	VMOVUPS zero64<>+0(SB), Z9
+	VMOVUPS zero64<>+0(SB), Z10
 
 tailnat:
-	LEAQ kmask<>+0(SB), R11
-	MOVQ R10, R12
-	CMPQ R12, $0x00000010
+	LEAQ kmask<>+0(SB), R12
+	MOVQ R11, R13
+	CMPQ R13, $0x00000010
 	JLE  tailmask0nat
-	MOVQ $0x00000010, R12
+	MOVQ $0x00000010, R13
 
 tailmask0nat:
-	KMOVW       (R11)(R12*2), K2
-	VPMOVZXWD.Z (R8)(R9*2), K2, Z10
-	VPSLLD      $0x10, Z10, Z10
-	VADDPS      Z10, Z6, Z6
-	MOVQ        R10, R12
-	SUBQ        $0x00000010, R12
+	KMOVW       (R12)(R13*2), K2
+	VPMOVZXWD.Z (R8)(R10*2), K2, Z11
+	VPSLLD      $0x10, Z11, Z11
+	VADDPS      Z11, Z7, Z7
+	MOVQ        R11, R13
+	SUBQ        $0x00000010, R13
 	JLE         summednat
-	CMPQ        R12, $0x00000010
+	CMPQ        R13, $0x00000010
 	JLE         tailmask1nat
-	MOVQ        $0x00000010, R12
+	MOVQ        $0x00000010, R13
 
 tailmask1nat:
-	KMOVW       (R11)(R12*2), K2
-	VPMOVZXWD.Z 32(R8)(R9*2), K2, Z10
-	VPSLLD      $0x10, Z10, Z10
-	VADDPS      Z10, Z7, Z7
-	MOVQ        R10, R12
-	SUBQ        $0x00000020, R12
+	KMOVW       (R12)(R13*2), K2
+	VPMOVZXWD.Z 32(R8)(R10*2), K2, Z11
+	VPSLLD      $0x10, Z11, Z11
+	VADDPS      Z11, Z8, Z8
+	MOVQ        R11, R13
+	SUBQ        $0x00000020, R13
 	JLE         summednat
-	CMPQ        R12, $0x00000010
+	CMPQ        R13, $0x00000010
 	JLE         tailmask2nat
-	MOVQ        $0x00000010, R12
+	MOVQ        $0x00000010, R13
 
 tailmask2nat:
-	KMOVW       (R11)(R12*2), K2
-	VPMOVZXWD.Z 64(R8)(R9*2), K2, Z10
-	VPSLLD      $0x10, Z10, Z10
-	VADDPS      Z10, Z8, Z8
-	SUBQ        $0x00000030, R10
+	KMOVW       (R12)(R13*2), K2
+	VPMOVZXWD.Z 64(R8)(R10*2), K2, Z11
+	VPSLLD      $0x10, Z11, Z11
+	VADDPS      Z11, Z9, Z9
+	SUBQ        $0x00000030, R11
 	JLE         summednat
-	CMPQ        R10, $0x00000010
+	CMPQ        R11, $0x00000010
 	JLE         tailmask3nat
-	MOVQ        $0x00000010, R10
+	MOVQ        $0x00000010, R11
 
 tailmask3nat:
-	KMOVW       (R11)(R10*2), K2
-	VPMOVZXWD.Z 96(R8)(R9*2), K2, Z10
-	VPSLLD      $0x10, Z10, Z10
-	VADDPS      Z10, Z9, Z9
+	KMOVW       (R12)(R11*2), K2
+	VPMOVZXWD.Z 96(R8)(R10*2), K2, Z11
+	VPSLLD      $0x10, Z11, Z11
+	VADDPS      Z11, Z10, Z10
 
 summednat:
 	JMP ordered
 
 halves:
-	VPBROADCASTD avx512bfhigh<>+0(SB), Z10
-	MOVQ         job_d+0(AX), R10
-	SUBQ         $0x00000040, R10
+	VPBROADCASTD avx512bfhigh<>+0(SB), Z11
+	MOVQ         job_d+0(AX), R11
+	SUBQ         $0x00000040, R11
 	JGE          firstblock
-	VMOVUPS      zero64<>+0(SB), Z6
 	VMOVUPS      zero64<>+0(SB), Z7
 	VMOVUPS      zero64<>+0(SB), Z8
 	VMOVUPS      zero64<>+0(SB), Z9
-	XORQ         R9, R9
+	VMOVUPS      zero64<>+0(SB), Z10
+	XORQ         R10, R10
 	JMP          sumtail
 
 firstblock:
 	// +0 + square is the square itself: the first block initializes the partials.
-	XORQ   R9, R9
-	VPSLLD $0x10, (R8)(R9*2), Z6
-	VPANDD (R8)(R9*2), Z10, Z7
-	VADDPS zero64<>+0(SB), Z6, Z6
+	XORQ   R10, R10
+	VPSLLD $0x10, (R8)(R10*2), Z7
+	VPANDD (R8)(R10*2), Z11, Z8
 	VADDPS zero64<>+0(SB), Z7, Z7
-	VPSLLD $0x10, 64(R8)(R9*2), Z8
-	VPANDD 64(R8)(R9*2), Z10, Z9
 	VADDPS zero64<>+0(SB), Z8, Z8
+	VPSLLD $0x10, 64(R8)(R10*2), Z9
+	VPANDD 64(R8)(R10*2), Z11, Z10
 	VADDPS zero64<>+0(SB), Z9, Z9
-	MOVQ   $0x00000040, R9
+	VADDPS zero64<>+0(SB), Z10, Z10
+	MOVQ   $0x00000040, R10
 
 	// With flagPF, the rows ahead are prefetched: one loop for both, the flag tested per block.
-	MOVQ DI, R11
-	SHLQ $0x01, R11
+	MOVQ DI, R12
+	SHLQ $0x01, R12
 	CMPQ job_d+0(AX), $0x00000200
 	JA   longrows2
-	SHLQ $0x03, R11
+	SHLQ $0x03, R12
 
 longrows2:
-	ADDQ R8, R11
-	MOVL job_flags+0(AX), R12
+	ADDQ R8, R12
+	MOVL job_flags+0(AX), R13
 
 	PCALIGN $32
 sumloop:
-	CMPQ  R9, R10
+	CMPQ  R10, R11
 	JG    sumtail
-	TESTL $0x00000002, R12
+	TESTL $0x00000002, R13
 	JNZ   sumpf
 
 sumblock:
-	VPSLLD $0x10, (R8)(R9*2), Z11
-	VPANDD (R8)(R9*2), Z10, Z13
-	VADDPS Z11, Z6, Z6
+	VPSLLD $0x10, (R8)(R10*2), Z13
+	VPANDD (R8)(R10*2), Z11, Z14
 	VADDPS Z13, Z7, Z7
-	VPSLLD $0x10, 64(R8)(R9*2), Z11
-	VPANDD 64(R8)(R9*2), Z10, Z13
-	VADDPS Z11, Z8, Z8
+	VADDPS Z14, Z8, Z8
+	VPSLLD $0x10, 64(R8)(R10*2), Z13
+	VPANDD 64(R8)(R10*2), Z11, Z14
 	VADDPS Z13, Z9, Z9
-	ADDQ   $0x00000040, R9
+	VADDPS Z14, Z10, Z10
+	ADDQ   $0x00000040, R10
 	JMP    sumloop
 
 	// Out of the loop's way: the prefetches, whose flag is usually clear.
 sumpf:
-	PREFETCHT0 (R11)(R9*2)
-	PREFETCHT0 64(R11)(R9*2)
+	PREFETCHT0 (R12)(R10*2)
+	PREFETCHT0 64(R12)(R10*2)
 	JMP        sumblock
 
 sumtail:
 	// Fewer than 64 elements remain (AVX2, 16-bit: or i is past d, the copied end summed).
-	MOVQ job_d+0(AX), R10
-	SUBQ R9, R10
+	MOVQ job_d+0(AX), R11
+	SUBQ R10, R11
 	JZ   summed
-	LEAQ kmask32<>+0(SB), R11
-	MOVQ R10, R12
-	CMPQ R12, $0x00000020
+	LEAQ kmask32<>+0(SB), R12
+	MOVQ R11, R13
+	CMPQ R13, $0x00000020
 	JLE  tailwords0
-	MOVQ $0x00000020, R12
+	MOVQ $0x00000020, R13
 
 tailwords0:
-	KMOVD       (R11)(R12*4), K2
-	VMOVDQU16.Z (R8)(R9*2), K2, Z11
-	VPSLLD      $0x10, Z11, Z13
-	VPANDD      Z11, Z10, Z11
-	VADDPS      Z13, Z6, Z6
-	VADDPS      Z11, Z7, Z7
-	SUBQ        $0x00000020, R10
+	KMOVD       (R12)(R13*4), K2
+	VMOVDQU16.Z (R8)(R10*2), K2, Z13
+	VPSLLD      $0x10, Z13, Z14
+	VPANDD      Z13, Z11, Z13
+	VADDPS      Z14, Z7, Z7
+	VADDPS      Z13, Z8, Z8
+	SUBQ        $0x00000020, R11
 	JLE         summed
-	CMPQ        R10, $0x00000020
+	CMPQ        R11, $0x00000020
 	JLE         tailwords2
-	MOVQ        $0x00000020, R10
+	MOVQ        $0x00000020, R11
 
 tailwords2:
-	KMOVD       (R11)(R10*4), K2
-	VMOVDQU16.Z 64(R8)(R9*2), K2, Z11
-	VPSLLD      $0x10, Z11, Z13
-	VPANDD      Z11, Z10, Z10
-	VADDPS      Z13, Z8, Z8
-	VADDPS      Z10, Z9, Z9
+	KMOVD       (R12)(R11*4), K2
+	VMOVDQU16.Z 64(R8)(R10*2), K2, Z13
+	VPSLLD      $0x10, Z13, Z14
+	VPANDD      Z13, Z11, Z11
+	VADDPS      Z14, Z9, Z9
+	VADDPS      Z11, Z10, Z10
 
 summed:
 	// The partials back in order: 16k..16k+15 in acc[k] (see evenodd.go).
-	VMOVDQU32 evenoddidx<>+0(SB), Z10
-	VPERMI2PS Z7, Z6, Z10
-	VMOVDQU32 evenoddidx<>+64(SB), Z11
-	VPERMI2PS Z7, Z6, Z11
-	VMOVAPS   Z10, Z6
+	VMOVDQU32 evenoddidx<>+0(SB), Z11
+	VPERMI2PS Z8, Z7, Z11
+	VMOVDQU32 evenoddidx<>+64(SB), Z13
+	VPERMI2PS Z8, Z7, Z13
 	VMOVAPS   Z11, Z7
-	VMOVDQU32 evenoddidx<>+0(SB), Z10
-	VPERMI2PS Z9, Z8, Z10
-	VMOVDQU32 evenoddidx<>+64(SB), Z11
-	VPERMI2PS Z9, Z8, Z11
-	VMOVAPS   Z10, Z8
+	VMOVAPS   Z13, Z8
+	VMOVDQU32 evenoddidx<>+0(SB), Z11
+	VPERMI2PS Z10, Z9, Z11
+	VMOVDQU32 evenoddidx<>+64(SB), Z13
+	VPERMI2PS Z10, Z9, Z13
 	VMOVAPS   Z11, Z9
+	VMOVAPS   Z13, Z10
 
 ordered:
-	VADDPS Z8, Z6, Z6
-	VADDPS Z9, Z7, Z7
-	VADDPS Z7, Z6, Z6
-	JMP    mean
+	VADDPS  Z9, Z7, Z7
+	VADDPS  Z10, Z8, Z8
+	VADDPS  Z8, Z7, Z7
+	CMPQ    408(SP), $0x01
+	JE      mean
+	VMOVUPS Z7, (SP)(R9*1)
+	ADDQ    DI, R8
+	ADDQ    $0x00000040, R9
+	CMPQ    R9, $0x00000100
+	JB      meanrow
+
+	// The rest of the halving tree for the group's sums, and their means.
+	VMOVUPS       (SP), Z7
+	VMOVUPS       64(SP), Z8
+	VMOVUPS       128(SP), Z9
+	VMOVUPS       192(SP), Z10
+	VSHUFF64X2    $0x44, Z8, Z7, Z11
+	VSHUFF64X2    $0xee, Z8, Z7, Z7
+	VADDPS        Z7, Z11, Z11
+	VSHUFF64X2    $0x44, Z10, Z9, Z7
+	VSHUFF64X2    $0xee, Z10, Z9, Z8
+	VADDPS        Z8, Z7, Z7
+	VSHUFF32X4    $0x88, Z7, Z11, Z8
+	VSHUFF32X4    $0xdd, Z7, Z11, Z7
+	VADDPS        Z7, Z8, Z8
+	VPERMILPS     $0x4e, Z8, Z7
+	VADDPS        Z7, Z8, Z8
+	VPERMILPS     $0xb1, Z8, Z7
+	VADDPS        Z7, Z8, Z8
+	MOVL          $0x00001111, R8
+	KMOVW         R8, K2
+	VCOMPRESSPS.Z Z8, K2, Z7
+	CMPL          444(SP), $0x00
+	JE            divide3
+	VBROADCASTSS  444(SP), Z8
+	VMULPS        Z8, Z7, Z7
+	JMP           divided4
+
+divide3:
+	VBROADCASTSS 440(SP), Z8
+	VDIVPS       Z8, Z7, Z7
+
+divided4:
+	VMOVUPS Z7, 320(SP)
+	JMP     centered
 
 addsum:
 	MOVQ BX, R8
@@ -55084,52 +55919,52 @@ addsum:
 	MOVQ           job_d+0(AX), R11
 	CMPQ           R11, $0x00000040
 	JB             addshortnat
-	VPERMW.Z       (R8)(R10*2), Z3, K1, Z6
-	VPERMW.Z       (R9)(R10*2), Z3, K1, Z7
-	VADDPS         Z7, Z6, Z6
-	VPERMW.Z       (R8)(R10*2), Z4, K1, Z7
+	VPERMW.Z       (R8)(R10*2), Z3, K1, Z7
+	VPERMW.Z       (R9)(R10*2), Z3, K1, Z6
+	VADDPS         Z6, Z7, Z7
+	VPERMW.Z       (R8)(R10*2), Z4, K1, Z6
 	VPERMW.Z       (R9)(R10*2), Z4, K1, Z8
-	VADDPS         Z8, Z7, Z7
-	VFPCLASSPSZ    $0xa1, Z6, K2
-	VFPCLASSPSZ    $0xa1, Z7, K3
-	KORTESTW       K3, K2
-	JNZ            bf16fix3
-	BYTE $0x62; BYTE $0x72; BYTE $0x47; BYTE $0x48; BYTE $0x72; BYTE $0xc6 // VCVTNE2PS2BF16 Z6, Z7, Z8
-
-bf16fixed4:
-	VMOVDQU64      Z8, (R9)(R10*2)
-	VPERMW.Z       Z8, Z3, K1, Z6
-	VADDPS         zero64<>+0(SB), Z6, Z6
-	VPERMW.Z       Z8, Z4, K1, Z7
-	VADDPS         zero64<>+0(SB), Z7, Z7
-	VPERMW.Z       64(R8)(R10*2), Z3, K1, Z8
-	VPERMW.Z       64(R9)(R10*2), Z3, K1, Z9
-	VADDPS         Z9, Z8, Z8
-	VPERMW.Z       64(R8)(R10*2), Z4, K1, Z9
-	VPERMW.Z       64(R9)(R10*2), Z4, K1, Z10
-	VADDPS         Z10, Z9, Z9
-	VFPCLASSPSZ    $0xa1, Z8, K2
-	VFPCLASSPSZ    $0xa1, Z9, K3
+	VADDPS         Z8, Z6, Z6
+	VFPCLASSPSZ    $0xa1, Z7, K2
+	VFPCLASSPSZ    $0xa1, Z6, K3
 	KORTESTW       K3, K2
 	JNZ            bf16fix5
-	BYTE $0x62; BYTE $0x52; BYTE $0x37; BYTE $0x48; BYTE $0x72; BYTE $0xd0 // VCVTNE2PS2BF16 Z8, Z9, Z10
+	BYTE $0x62; BYTE $0x72; BYTE $0x4f; BYTE $0x48; BYTE $0x72; BYTE $0xc7 // VCVTNE2PS2BF16 Z7, Z6, Z8
 
 bf16fixed6:
+	VMOVDQU64      Z8, (R9)(R10*2)
+	VPERMW.Z       Z8, Z3, K1, Z7
+	VADDPS         zero64<>+0(SB), Z7, Z7
+	VPERMW.Z       Z8, Z4, K1, Z6
+	VADDPS         zero64<>+0(SB), Z6, Z8
+	VPERMW.Z       64(R8)(R10*2), Z3, K1, Z9
+	VPERMW.Z       64(R9)(R10*2), Z3, K1, Z6
+	VADDPS         Z6, Z9, Z9
+	VPERMW.Z       64(R8)(R10*2), Z4, K1, Z6
+	VPERMW.Z       64(R9)(R10*2), Z4, K1, Z10
+	VADDPS         Z10, Z6, Z6
+	VFPCLASSPSZ    $0xa1, Z9, K2
+	VFPCLASSPSZ    $0xa1, Z6, K3
+	KORTESTW       K3, K2
+	JNZ            bf16fix7
+	BYTE $0x62; BYTE $0x52; BYTE $0x4f; BYTE $0x48; BYTE $0x72; BYTE $0xd1 // VCVTNE2PS2BF16 Z9, Z6, Z10
+
+bf16fixed8:
 	VMOVDQU64 Z10, 64(R9)(R10*2)
-	VPERMW.Z  Z10, Z3, K1, Z8
-	VADDPS    zero64<>+0(SB), Z8, Z8
-	VPERMW.Z  Z10, Z4, K1, Z9
+	VPERMW.Z  Z10, Z3, K1, Z9
 	VADDPS    zero64<>+0(SB), Z9, Z9
+	VPERMW.Z  Z10, Z4, K1, Z6
+	VADDPS    zero64<>+0(SB), Z6, Z10
 	MOVQ      $0x00000040, R10
 	SUBQ      $0x00000040, R11
 	JZ        addordered
 	JMP       addtailnat
 
 addshortnat:
-	VMOVUPS zero64<>+0(SB), Z6
 	VMOVUPS zero64<>+0(SB), Z7
 	VMOVUPS zero64<>+0(SB), Z8
 	VMOVUPS zero64<>+0(SB), Z9
+	VMOVUPS zero64<>+0(SB), Z10
 
 addtailnat:
 	LEAQ kmask<>+0(SB), R12
@@ -55140,20 +55975,20 @@ addtailnat:
 
 addtailmask0nat:
 	KMOVW          (R12)(R13*2), K2
-	VPMOVZXWD.Z    (R8)(R10*2), K2, Z10
-	VPSLLD         $0x10, Z10, Z10
+	VPMOVZXWD.Z    (R8)(R10*2), K2, Z6
+	VPSLLD         $0x10, Z6, Z6
 	VPMOVZXWD.Z    (R9)(R10*2), K2, Z11
 	VPSLLD         $0x10, Z11, Z11
-	VADDPS         Z11, Z10, Z10
-	VFPCLASSPSZ    $0xa1, Z10, K3
+	VADDPS         Z11, Z6, Z6
+	VFPCLASSPSZ    $0xa1, Z6, K3
 	KORTESTW       K3, K3
-	JNZ            bf16fix7
-	BYTE $0x62; BYTE $0x52; BYTE $0x2f; BYTE $0x48; BYTE $0x72; BYTE $0xda // VCVTNE2PS2BF16 Z10, Z10, Z11
+	JNZ            bf16fix9
+	BYTE $0x62; BYTE $0x72; BYTE $0x4f; BYTE $0x48; BYTE $0x72; BYTE $0xde // VCVTNE2PS2BF16 Z6, Z6, Z11
 
-bf16fixed8:
+bf16fixed10:
 	VMOVDQU16 Z11, K2, (R9)(R10*2)
-	VPERMW.Z  Z11, Z3, K1, Z10
-	VADDPS    Z10, Z6, Z6
+	VPERMW.Z  Z11, Z3, K1, Z6
+	VADDPS    Z6, Z7, Z7
 	MOVQ      R11, R13
 	SUBQ      $0x00000010, R13
 	JLE       addsummednat
@@ -55163,20 +55998,20 @@ bf16fixed8:
 
 addtailmask1nat:
 	KMOVW          (R12)(R13*2), K2
-	VPMOVZXWD.Z    32(R8)(R10*2), K2, Z10
-	VPSLLD         $0x10, Z10, Z10
+	VPMOVZXWD.Z    32(R8)(R10*2), K2, Z6
+	VPSLLD         $0x10, Z6, Z6
 	VPMOVZXWD.Z    32(R9)(R10*2), K2, Z11
 	VPSLLD         $0x10, Z11, Z11
-	VADDPS         Z11, Z10, Z10
-	VFPCLASSPSZ    $0xa1, Z10, K3
+	VADDPS         Z11, Z6, Z6
+	VFPCLASSPSZ    $0xa1, Z6, K3
 	KORTESTW       K3, K3
-	JNZ            bf16fix9
-	BYTE $0x62; BYTE $0x52; BYTE $0x2f; BYTE $0x48; BYTE $0x72; BYTE $0xda // VCVTNE2PS2BF16 Z10, Z10, Z11
+	JNZ            bf16fix11
+	BYTE $0x62; BYTE $0x72; BYTE $0x4f; BYTE $0x48; BYTE $0x72; BYTE $0xde // VCVTNE2PS2BF16 Z6, Z6, Z11
 
-bf16fixed10:
+bf16fixed12:
 	VMOVDQU16 Z11, K2, 32(R9)(R10*2)
-	VPERMW.Z  Z11, Z3, K1, Z10
-	VADDPS    Z10, Z7, Z7
+	VPERMW.Z  Z11, Z3, K1, Z6
+	VADDPS    Z6, Z8, Z8
 	MOVQ      R11, R13
 	SUBQ      $0x00000020, R13
 	JLE       addsummednat
@@ -55186,20 +56021,20 @@ bf16fixed10:
 
 addtailmask2nat:
 	KMOVW          (R12)(R13*2), K2
-	VPMOVZXWD.Z    64(R8)(R10*2), K2, Z10
-	VPSLLD         $0x10, Z10, Z10
+	VPMOVZXWD.Z    64(R8)(R10*2), K2, Z6
+	VPSLLD         $0x10, Z6, Z6
 	VPMOVZXWD.Z    64(R9)(R10*2), K2, Z11
 	VPSLLD         $0x10, Z11, Z11
-	VADDPS         Z11, Z10, Z10
-	VFPCLASSPSZ    $0xa1, Z10, K3
+	VADDPS         Z11, Z6, Z6
+	VFPCLASSPSZ    $0xa1, Z6, K3
 	KORTESTW       K3, K3
-	JNZ            bf16fix11
-	BYTE $0x62; BYTE $0x52; BYTE $0x2f; BYTE $0x48; BYTE $0x72; BYTE $0xda // VCVTNE2PS2BF16 Z10, Z10, Z11
+	JNZ            bf16fix13
+	BYTE $0x62; BYTE $0x72; BYTE $0x4f; BYTE $0x48; BYTE $0x72; BYTE $0xde // VCVTNE2PS2BF16 Z6, Z6, Z11
 
-bf16fixed12:
+bf16fixed14:
 	VMOVDQU16 Z11, K2, 64(R9)(R10*2)
-	VPERMW.Z  Z11, Z3, K1, Z10
-	VADDPS    Z10, Z8, Z8
+	VPERMW.Z  Z11, Z3, K1, Z6
+	VADDPS    Z6, Z9, Z9
 	SUBQ      $0x00000030, R11
 	JLE       addsummednat
 	CMPQ      R11, $0x00000010
@@ -55208,92 +56043,92 @@ bf16fixed12:
 
 addtailmask3nat:
 	KMOVW          (R12)(R11*2), K2
-	VPMOVZXWD.Z    96(R8)(R10*2), K2, Z10
-	VPSLLD         $0x10, Z10, Z10
+	VPMOVZXWD.Z    96(R8)(R10*2), K2, Z6
+	VPSLLD         $0x10, Z6, Z6
 	VPMOVZXWD.Z    96(R9)(R10*2), K2, Z11
 	VPSLLD         $0x10, Z11, Z11
-	VADDPS         Z11, Z10, Z10
-	VFPCLASSPSZ    $0xa1, Z10, K3
+	VADDPS         Z11, Z6, Z6
+	VFPCLASSPSZ    $0xa1, Z6, K3
 	KORTESTW       K3, K3
-	JNZ            bf16fix13
-	BYTE $0x62; BYTE $0x52; BYTE $0x2f; BYTE $0x48; BYTE $0x72; BYTE $0xda // VCVTNE2PS2BF16 Z10, Z10, Z11
+	JNZ            bf16fix15
+	BYTE $0x62; BYTE $0x72; BYTE $0x4f; BYTE $0x48; BYTE $0x72; BYTE $0xde // VCVTNE2PS2BF16 Z6, Z6, Z11
 
-bf16fixed14:
+bf16fixed16:
 	VMOVDQU16 Z11, K2, 96(R9)(R10*2)
-	VPERMW.Z  Z11, Z3, K1, Z10
-	VADDPS    Z10, Z9, Z9
+	VPERMW.Z  Z11, Z3, K1, Z6
+	VADDPS    Z6, Z10, Z10
 
 addsummednat:
 	JMP addordered
 
 addhalves:
-	VPBROADCASTD avx512bfhigh<>+0(SB), Z10
+	VPBROADCASTD avx512bfhigh<>+0(SB), Z6
 	VMOVDQU64    interleavewords<>+0(SB), Z11
 	MOVQ         job_d+0(AX), R11
 	SUBQ         $0x00000040, R11
 	JGE          addfirstblock
-	VMOVUPS      zero64<>+0(SB), Z6
 	VMOVUPS      zero64<>+0(SB), Z7
 	VMOVUPS      zero64<>+0(SB), Z8
 	VMOVUPS      zero64<>+0(SB), Z9
+	VMOVUPS      zero64<>+0(SB), Z10
 	XORQ         R10, R10
 	JMP          addsumtail
 
 addfirstblock:
 	// +0 + square is the square itself: the first block initializes the partials.
 	XORQ           R10, R10
-	VMOVDQU64      (R8)(R10*2), Z6
-	VMOVDQU64      (R9)(R10*2), Z7
-	VPSLLD         $0x10, Z6, Z8
-	VPANDD         Z6, Z10, Z6
+	VMOVDQU64      (R8)(R10*2), Z7
+	VMOVDQU64      (R9)(R10*2), Z8
 	VPSLLD         $0x10, Z7, Z9
-	VPANDD         Z7, Z10, Z7
-	VADDPS         Z9, Z8, Z8
-	VADDPS         Z7, Z6, Z6
-	VFPCLASSPSZ    $0xa1, Z8, K2
-	VFPCLASSPSZ    $0xa1, Z6, K3
-	KORTESTW       K3, K2
-	JNZ            bf16fix15
-	BYTE $0x62; BYTE $0xd2; BYTE $0x4f; BYTE $0x48; BYTE $0x72; BYTE $0xf8 // VCVTNE2PS2BF16 Z8, Z6, Z7
-
-bf16fixed16:
-	VPERMW         Z7, Z11, Z7
-	VMOVDQU64      Z7, (R9)(R10*2)
-	VPSLLD         $0x10, Z7, Z6
-	VPANDD         Z7, Z10, Z7
-	VADDPS         zero64<>+0(SB), Z6, Z6
-	VADDPS         zero64<>+0(SB), Z7, Z7
-	VMOVDQU64      64(R8)(R10*2), Z8
-	VMOVDQU64      64(R9)(R10*2), Z9
-	VPSLLD         $0x10, Z8, Z13
-	VPANDD         Z8, Z10, Z8
-	VPSLLD         $0x10, Z9, Z14
-	VPANDD         Z9, Z10, Z9
-	VADDPS         Z14, Z13, Z13
-	VADDPS         Z9, Z8, Z8
-	VFPCLASSPSZ    $0xa1, Z13, K2
-	VFPCLASSPSZ    $0xa1, Z8, K3
+	VPANDD         Z7, Z6, Z7
+	VPSLLD         $0x10, Z8, Z10
+	VPANDD         Z8, Z6, Z8
+	VADDPS         Z10, Z9, Z9
+	VADDPS         Z8, Z7, Z7
+	VFPCLASSPSZ    $0xa1, Z9, K2
+	VFPCLASSPSZ    $0xa1, Z7, K3
 	KORTESTW       K3, K2
 	JNZ            bf16fix17
-	BYTE $0x62; BYTE $0x52; BYTE $0x3f; BYTE $0x48; BYTE $0x72; BYTE $0xcd // VCVTNE2PS2BF16 Z13, Z8, Z9
+	BYTE $0x62; BYTE $0x52; BYTE $0x47; BYTE $0x48; BYTE $0x72; BYTE $0xc1 // VCVTNE2PS2BF16 Z9, Z7, Z8
 
 bf16fixed18:
-	VPERMW    Z9, Z11, Z9
-	VMOVDQU64 Z9, 64(R9)(R10*2)
-	VPSLLD    $0x10, Z9, Z8
-	VPANDD    Z9, Z10, Z9
-	VADDPS    zero64<>+0(SB), Z8, Z8
+	VPERMW         Z8, Z11, Z8
+	VMOVDQU64      Z8, (R9)(R10*2)
+	VPSLLD         $0x10, Z8, Z7
+	VPANDD         Z8, Z6, Z8
+	VADDPS         zero64<>+0(SB), Z7, Z7
+	VADDPS         zero64<>+0(SB), Z8, Z8
+	VMOVDQU64      64(R8)(R10*2), Z9
+	VMOVDQU64      64(R9)(R10*2), Z10
+	VPSLLD         $0x10, Z9, Z13
+	VPANDD         Z9, Z6, Z9
+	VPSLLD         $0x10, Z10, Z14
+	VPANDD         Z10, Z6, Z10
+	VADDPS         Z14, Z13, Z13
+	VADDPS         Z10, Z9, Z9
+	VFPCLASSPSZ    $0xa1, Z13, K2
+	VFPCLASSPSZ    $0xa1, Z9, K3
+	KORTESTW       K3, K2
+	JNZ            bf16fix19
+	BYTE $0x62; BYTE $0x52; BYTE $0x37; BYTE $0x48; BYTE $0x72; BYTE $0xd5 // VCVTNE2PS2BF16 Z13, Z9, Z10
+
+bf16fixed20:
+	VPERMW    Z10, Z11, Z10
+	VMOVDQU64 Z10, 64(R9)(R10*2)
+	VPSLLD    $0x10, Z10, Z9
+	VPANDD    Z10, Z6, Z10
 	VADDPS    zero64<>+0(SB), Z9, Z9
+	VADDPS    zero64<>+0(SB), Z10, Z10
 	MOVQ      $0x00000040, R10
 
 	// With flagPF, the rows ahead are prefetched: one loop for both, the flag tested per block.
 	MOVQ DI, R12
 	SHLQ $0x01, R12
 	CMPQ job_d+0(AX), $0x00000200
-	JA   longrows19
+	JA   longrows21
 	SHLQ $0x03, R12
 
-longrows19:
+longrows21:
 	ADDQ R8, R12
 	MOVL job_flags+0(AX), R13
 
@@ -55308,30 +56143,9 @@ addsumblock:
 	VMOVDQU64      (R8)(R10*2), Z13
 	VMOVDQU64      (R9)(R10*2), Z14
 	VPSLLD         $0x10, Z13, Z15
-	VPANDD         Z13, Z10, Z13
+	VPANDD         Z13, Z6, Z13
 	VPSLLD         $0x10, Z14, Z16
-	VPANDD         Z14, Z10, Z14
-	VADDPS         Z16, Z15, Z15
-	VADDPS         Z14, Z13, Z13
-	VFPCLASSPSZ    $0xa1, Z15, K2
-	VFPCLASSPSZ    $0xa1, Z13, K3
-	KORTESTW       K3, K2
-	JNZ            bf16fix20
-	BYTE $0x62; BYTE $0x52; BYTE $0x17; BYTE $0x48; BYTE $0x72; BYTE $0xf7 // VCVTNE2PS2BF16 Z15, Z13, Z14
-
-bf16fixed21:
-	VPERMW         Z14, Z11, Z13
-	VMOVDQU64      Z13, (R9)(R10*2)
-	VPSLLD         $0x10, Z13, Z14
-	VPANDD         Z13, Z10, Z13
-	VADDPS         Z14, Z6, Z6
-	VADDPS         Z13, Z7, Z7
-	VMOVDQU64      64(R8)(R10*2), Z13
-	VMOVDQU64      64(R9)(R10*2), Z14
-	VPSLLD         $0x10, Z13, Z15
-	VPANDD         Z13, Z10, Z13
-	VPSLLD         $0x10, Z14, Z16
-	VPANDD         Z14, Z10, Z14
+	VPANDD         Z14, Z6, Z14
 	VADDPS         Z16, Z15, Z15
 	VADDPS         Z14, Z13, Z13
 	VFPCLASSPSZ    $0xa1, Z15, K2
@@ -55341,12 +56155,33 @@ bf16fixed21:
 	BYTE $0x62; BYTE $0x52; BYTE $0x17; BYTE $0x48; BYTE $0x72; BYTE $0xf7 // VCVTNE2PS2BF16 Z15, Z13, Z14
 
 bf16fixed23:
+	VPERMW         Z14, Z11, Z13
+	VMOVDQU64      Z13, (R9)(R10*2)
+	VPSLLD         $0x10, Z13, Z14
+	VPANDD         Z13, Z6, Z13
+	VADDPS         Z14, Z7, Z7
+	VADDPS         Z13, Z8, Z8
+	VMOVDQU64      64(R8)(R10*2), Z13
+	VMOVDQU64      64(R9)(R10*2), Z14
+	VPSLLD         $0x10, Z13, Z15
+	VPANDD         Z13, Z6, Z13
+	VPSLLD         $0x10, Z14, Z16
+	VPANDD         Z14, Z6, Z14
+	VADDPS         Z16, Z15, Z15
+	VADDPS         Z14, Z13, Z13
+	VFPCLASSPSZ    $0xa1, Z15, K2
+	VFPCLASSPSZ    $0xa1, Z13, K3
+	KORTESTW       K3, K2
+	JNZ            bf16fix24
+	BYTE $0x62; BYTE $0x52; BYTE $0x17; BYTE $0x48; BYTE $0x72; BYTE $0xf7 // VCVTNE2PS2BF16 Z15, Z13, Z14
+
+bf16fixed25:
 	VPERMW    Z14, Z11, Z13
 	VMOVDQU64 Z13, 64(R9)(R10*2)
 	VPSLLD    $0x10, Z13, Z14
-	VPANDD    Z13, Z10, Z13
-	VADDPS    Z14, Z8, Z8
-	VADDPS    Z13, Z9, Z9
+	VPANDD    Z13, Z6, Z13
+	VADDPS    Z14, Z9, Z9
+	VADDPS    Z13, Z10, Z10
 	ADDQ      $0x00000040, R10
 	JMP       addsumloop
 
@@ -55372,24 +56207,24 @@ addtailwords0:
 	VMOVDQU16.Z    (R8)(R10*2), K2, Z13
 	VMOVDQU16.Z    (R9)(R10*2), K2, Z14
 	VPSLLD         $0x10, Z13, Z15
-	VPANDD         Z13, Z10, Z13
+	VPANDD         Z13, Z6, Z13
 	VPSLLD         $0x10, Z14, Z16
-	VPANDD         Z14, Z10, Z14
+	VPANDD         Z14, Z6, Z14
 	VADDPS         Z16, Z15, Z15
 	VADDPS         Z14, Z13, Z13
 	VFPCLASSPSZ    $0xa1, Z15, K3
 	VFPCLASSPSZ    $0xa1, Z13, K4
 	KORTESTW       K4, K3
-	JNZ            bf16fix24
+	JNZ            bf16fix26
 	BYTE $0x62; BYTE $0x52; BYTE $0x17; BYTE $0x48; BYTE $0x72; BYTE $0xf7 // VCVTNE2PS2BF16 Z15, Z13, Z14
 
-bf16fixed25:
+bf16fixed27:
 	VPERMW    Z14, Z11, Z13
 	VMOVDQU16 Z13, K2, (R9)(R10*2)
 	VPSLLD    $0x10, Z13, Z14
-	VPANDD    Z13, Z10, Z13
-	VADDPS    Z14, Z6, Z6
-	VADDPS    Z13, Z7, Z7
+	VPANDD    Z13, Z6, Z13
+	VADDPS    Z14, Z7, Z7
+	VADDPS    Z13, Z8, Z8
 	SUBQ      $0x00000020, R11
 	JLE       addsummed
 	CMPQ      R11, $0x00000020
@@ -55401,348 +56236,367 @@ addtailwords2:
 	VMOVDQU16.Z    64(R8)(R10*2), K2, Z13
 	VMOVDQU16.Z    64(R9)(R10*2), K2, Z14
 	VPSLLD         $0x10, Z13, Z15
-	VPANDD         Z13, Z10, Z13
+	VPANDD         Z13, Z6, Z13
 	VPSLLD         $0x10, Z14, Z16
-	VPANDD         Z14, Z10, Z14
+	VPANDD         Z14, Z6, Z14
 	VADDPS         Z16, Z15, Z15
 	VADDPS         Z14, Z13, Z13
 	VFPCLASSPSZ    $0xa1, Z15, K3
 	VFPCLASSPSZ    $0xa1, Z13, K4
 	KORTESTW       K4, K3
-	JNZ            bf16fix26
+	JNZ            bf16fix28
 	BYTE $0x62; BYTE $0x52; BYTE $0x17; BYTE $0x48; BYTE $0x72; BYTE $0xf7 // VCVTNE2PS2BF16 Z15, Z13, Z14
 
-bf16fixed27:
+bf16fixed29:
 	VPERMW    Z14, Z11, Z11
 	VMOVDQU16 Z11, K2, 64(R9)(R10*2)
 	VPSLLD    $0x10, Z11, Z13
-	VPANDD    Z11, Z10, Z10
-	VADDPS    Z13, Z8, Z8
-	VADDPS    Z10, Z9, Z9
+	VPANDD    Z11, Z6, Z6
+	VADDPS    Z13, Z9, Z9
+	VADDPS    Z6, Z10, Z10
 
 addsummed:
 	// The partials back in order: 16k..16k+15 in acc[k] (see evenodd.go).
-	VMOVDQU32 evenoddidx<>+0(SB), Z10
-	VPERMI2PS Z7, Z6, Z10
+	VMOVDQU32 evenoddidx<>+0(SB), Z6
+	VPERMI2PS Z8, Z7, Z6
 	VMOVDQU32 evenoddidx<>+64(SB), Z11
-	VPERMI2PS Z7, Z6, Z11
-	VMOVAPS   Z10, Z6
-	VMOVAPS   Z11, Z7
-	VMOVDQU32 evenoddidx<>+0(SB), Z10
-	VPERMI2PS Z9, Z8, Z10
+	VPERMI2PS Z8, Z7, Z11
+	VMOVAPS   Z6, Z7
+	VMOVAPS   Z11, Z8
+	VMOVDQU32 evenoddidx<>+0(SB), Z6
+	VPERMI2PS Z10, Z9, Z6
 	VMOVDQU32 evenoddidx<>+64(SB), Z11
-	VPERMI2PS Z9, Z8, Z11
-	VMOVAPS   Z10, Z8
-	VMOVAPS   Z11, Z9
+	VPERMI2PS Z10, Z9, Z11
+	VMOVAPS   Z6, Z9
+	VMOVAPS   Z11, Z10
 
 addordered:
-	VADDPS Z8, Z6, Z6
 	VADDPS Z9, Z7, Z7
-	VADDPS Z7, Z6, Z6
+	VADDPS Z10, Z8, Z8
+	VADDPS Z8, Z7, Z7
 
 mean:
-	VSHUFF64X2 $0xee, Z6, Z6, Z7
-	VADDPS     Z7, Z6, Z6
-	VSHUFF32X4 $0x01, Z6, Z6, Z7
-	VADDPS     Z7, Z6, Z6
-	VPERMILPS  $0x4e, Z6, Z7
-	VADDPS     Z7, Z6, Z6
-	VPERMILPS  $0xb1, Z6, Z7
-	VADDPS     Z7, Z6, Z6
+	VSHUFF64X2 $0xee, Z7, Z7, Z6
+	VADDPS     Z6, Z7, Z7
+	VSHUFF32X4 $0x01, Z7, Z7, Z6
+	VADDPS     Z6, Z7, Z7
+	VPERMILPS  $0x4e, Z7, Z6
+	VADDPS     Z6, Z7, Z7
+	VPERMILPS  $0xb1, Z7, Z6
+	VADDPS     Z6, Z7, Z7
 	TESTL      $0x00000020, job_flags+0(AX)
 	JZ         nocenter
 
 	// A row whose sum is not finite (s-s is NaN) takes the float64 path; else m = s/d.
-	VSUBSS   X6, X6, X7
-	VUCOMISS X7, X7
+	VSUBSS   X7, X7, X6
+	VUCOMISS X6, X6
 	JPS      ret
-	CMPL     380(SP), $0x00
-	JE       divide28
-	VMULSS   380(SP), X6, X7
-	JMP      divided29
+	CMPL     444(SP), $0x00
+	JE       divide30
+	VMULSS   444(SP), X7, X6
+	JMP      divided31
 
-divide28:
-	VDIVSS 376(SP), X6, X7
+divide30:
+	VDIVSS 440(SP), X7, X6
 
-divided29:
-	VBROADCASTSS X7, Z10
+divided31:
+	VBROADCASTSS X6, Z6
 	JMP          centered
 
 nocenter:
-	VMOVUPS zero64<>+0(SB), Z10
+	VMOVUPS zero64<>+0(SB), Z6
+	VMOVUPS Z6, 320(SP)
 
 centered:
 	MOVQ DX, R8
+	XORQ R9, R9
+	CMPQ 408(SP), $0x01
+	JE   sqrow
 
+sqnext:
+	MOVQ         R9, R10
+	SHRQ         $0x06, R10
+	VBROADCASTSS 320(SP)(R10*4), Z6
+
+sqrow:
 	// Sum of the squares of x - m: element i goes to partial i%64.
 	CMPQ job_d+0(AX), $0x00000080
 	JAE  sqhalves
 
 	// Rows shorter than two blocks: widened in order, no permutes.
-	XORQ     R9, R9
-	MOVQ     job_d+0(AX), R10
-	CMPQ     R10, $0x00000040
+	XORQ     R10, R10
+	MOVQ     job_d+0(AX), R11
+	CMPQ     R11, $0x00000040
 	JB       sqshortnat
-	VPERMW.Z (R8)(R9*2), Z3, K1, Z6
-	VSUBPS   Z10, Z6, Z6
-	VMULPS   Z6, Z6, Z6
-	VPERMW.Z (R8)(R9*2), Z4, K1, Z7
-	VSUBPS   Z10, Z7, Z7
+	VPERMW.Z (R8)(R10*2), Z3, K1, Z7
+	VSUBPS   Z6, Z7, Z7
 	VMULPS   Z7, Z7, Z7
-	VPERMW.Z 64(R8)(R9*2), Z3, K1, Z8
-	VSUBPS   Z10, Z8, Z8
+	VPERMW.Z (R8)(R10*2), Z4, K1, Z8
+	VSUBPS   Z6, Z8, Z8
 	VMULPS   Z8, Z8, Z8
-	VPERMW.Z 64(R8)(R9*2), Z4, K1, Z9
-	VSUBPS   Z10, Z9, Z9
+	VPERMW.Z 64(R8)(R10*2), Z3, K1, Z9
+	VSUBPS   Z6, Z9, Z9
 	VMULPS   Z9, Z9, Z9
-	MOVQ     $0x00000040, R9
-	SUBQ     $0x00000040, R10
+	VPERMW.Z 64(R8)(R10*2), Z4, K1, Z10
+	VSUBPS   Z6, Z10, Z10
+	VMULPS   Z10, Z10, Z10
+	MOVQ     $0x00000040, R10
+	SUBQ     $0x00000040, R11
 	JZ       sqordered
 	JMP      sqtailnat
 
 sqshortnat:
-	VMOVUPS zero64<>+0(SB), Z6
 	VMOVUPS zero64<>+0(SB), Z7
 	VMOVUPS zero64<>+0(SB), Z8
 	VMOVUPS zero64<>+0(SB), Z9
+	VMOVUPS zero64<>+0(SB), Z10
 
 sqtailnat:
-	LEAQ kmask<>+0(SB), R11
-	MOVQ R10, R12
-	CMPQ R12, $0x00000010
+	LEAQ kmask<>+0(SB), R12
+	MOVQ R11, R13
+	CMPQ R13, $0x00000010
 	JLE  sqtailmask0nat
-	MOVQ $0x00000010, R12
+	MOVQ $0x00000010, R13
 
 sqtailmask0nat:
-	KMOVW       (R11)(R12*2), K2
-	VPMOVZXWD.Z (R8)(R9*2), K2, Z11
+	KMOVW       (R12)(R13*2), K2
+	VPMOVZXWD.Z (R8)(R10*2), K2, Z11
 	VPSLLD      $0x10, Z11, Z11
-	VSUBPS.Z    Z10, Z11, K2, Z11
-	VMULPS      Z11, Z11, Z11
-	VADDPS      Z11, Z6, Z6
-	MOVQ        R10, R12
-	SUBQ        $0x00000010, R12
-	JLE         sqsummednat
-	CMPQ        R12, $0x00000010
-	JLE         sqtailmask1nat
-	MOVQ        $0x00000010, R12
-
-sqtailmask1nat:
-	KMOVW       (R11)(R12*2), K2
-	VPMOVZXWD.Z 32(R8)(R9*2), K2, Z11
-	VPSLLD      $0x10, Z11, Z11
-	VSUBPS.Z    Z10, Z11, K2, Z11
+	VSUBPS.Z    Z6, Z11, K2, Z11
 	VMULPS      Z11, Z11, Z11
 	VADDPS      Z11, Z7, Z7
-	MOVQ        R10, R12
-	SUBQ        $0x00000020, R12
+	MOVQ        R11, R13
+	SUBQ        $0x00000010, R13
 	JLE         sqsummednat
-	CMPQ        R12, $0x00000010
-	JLE         sqtailmask2nat
-	MOVQ        $0x00000010, R12
+	CMPQ        R13, $0x00000010
+	JLE         sqtailmask1nat
+	MOVQ        $0x00000010, R13
 
-sqtailmask2nat:
-	KMOVW       (R11)(R12*2), K2
-	VPMOVZXWD.Z 64(R8)(R9*2), K2, Z11
+sqtailmask1nat:
+	KMOVW       (R12)(R13*2), K2
+	VPMOVZXWD.Z 32(R8)(R10*2), K2, Z11
 	VPSLLD      $0x10, Z11, Z11
-	VSUBPS.Z    Z10, Z11, K2, Z11
+	VSUBPS.Z    Z6, Z11, K2, Z11
 	VMULPS      Z11, Z11, Z11
 	VADDPS      Z11, Z8, Z8
-	SUBQ        $0x00000030, R10
+	MOVQ        R11, R13
+	SUBQ        $0x00000020, R13
 	JLE         sqsummednat
-	CMPQ        R10, $0x00000010
-	JLE         sqtailmask3nat
-	MOVQ        $0x00000010, R10
+	CMPQ        R13, $0x00000010
+	JLE         sqtailmask2nat
+	MOVQ        $0x00000010, R13
 
-sqtailmask3nat:
-	KMOVW       (R11)(R10*2), K2
-	VPMOVZXWD.Z 96(R8)(R9*2), K2, Z11
+sqtailmask2nat:
+	KMOVW       (R12)(R13*2), K2
+	VPMOVZXWD.Z 64(R8)(R10*2), K2, Z11
 	VPSLLD      $0x10, Z11, Z11
-	VSUBPS.Z    Z10, Z11, K2, Z11
+	VSUBPS.Z    Z6, Z11, K2, Z11
 	VMULPS      Z11, Z11, Z11
 	VADDPS      Z11, Z9, Z9
+	SUBQ        $0x00000030, R11
+	JLE         sqsummednat
+	CMPQ        R11, $0x00000010
+	JLE         sqtailmask3nat
+	MOVQ        $0x00000010, R11
+
+sqtailmask3nat:
+	KMOVW       (R12)(R11*2), K2
+	VPMOVZXWD.Z 96(R8)(R10*2), K2, Z11
+	VPSLLD      $0x10, Z11, Z11
+	VSUBPS.Z    Z6, Z11, K2, Z11
+	VMULPS      Z11, Z11, Z11
+	VADDPS      Z11, Z10, Z10
 
 sqsummednat:
 	JMP sqordered
 
 sqhalves:
 	VPBROADCASTD avx512bfhigh<>+0(SB), Z11
-	MOVQ         job_d+0(AX), R10
-	SUBQ         $0x00000040, R10
+	MOVQ         job_d+0(AX), R11
+	SUBQ         $0x00000040, R11
 	JGE          sqfirstblock
-	VMOVUPS      zero64<>+0(SB), Z6
 	VMOVUPS      zero64<>+0(SB), Z7
 	VMOVUPS      zero64<>+0(SB), Z8
 	VMOVUPS      zero64<>+0(SB), Z9
-	XORQ         R9, R9
+	VMOVUPS      zero64<>+0(SB), Z10
+	XORQ         R10, R10
 	JMP          sqsumtail
 
 sqfirstblock:
 	// +0 + square is the square itself: the first block initializes the partials.
-	XORQ   R9, R9
-	VPSLLD $0x10, (R8)(R9*2), Z6
-	VPANDD (R8)(R9*2), Z11, Z7
-	VSUBPS Z10, Z6, Z6
-	VMULPS Z6, Z6, Z6
-	VSUBPS Z10, Z7, Z7
+	XORQ   R10, R10
+	VPSLLD $0x10, (R8)(R10*2), Z7
+	VPANDD (R8)(R10*2), Z11, Z8
+	VSUBPS Z6, Z7, Z7
 	VMULPS Z7, Z7, Z7
-	VPSLLD $0x10, 64(R8)(R9*2), Z8
-	VPANDD 64(R8)(R9*2), Z11, Z9
-	VSUBPS Z10, Z8, Z8
+	VSUBPS Z6, Z8, Z8
 	VMULPS Z8, Z8, Z8
-	VSUBPS Z10, Z9, Z9
+	VPSLLD $0x10, 64(R8)(R10*2), Z9
+	VPANDD 64(R8)(R10*2), Z11, Z10
+	VSUBPS Z6, Z9, Z9
 	VMULPS Z9, Z9, Z9
-	MOVQ   $0x00000040, R9
+	VSUBPS Z6, Z10, Z10
+	VMULPS Z10, Z10, Z10
+	MOVQ   $0x00000040, R10
 
 	// With flagPF, the rows ahead are prefetched: one loop for both, the flag tested per block.
-	MOVQ DI, R11
-	SHLQ $0x01, R11
+	MOVQ DI, R12
+	SHLQ $0x01, R12
 	CMPQ job_d+0(AX), $0x00000200
-	JA   longrows30
-	SHLQ $0x03, R11
+	JA   longrows32
+	SHLQ $0x03, R12
 
-longrows30:
-	ADDQ R8, R11
-	MOVL job_flags+0(AX), R12
+longrows32:
+	ADDQ R8, R12
+	MOVL job_flags+0(AX), R13
 
 	PCALIGN $32
 sqsumloop:
-	CMPQ  R9, R10
+	CMPQ  R10, R11
 	JG    sqsumtail
-	TESTL $0x00000002, R12
+	TESTL $0x00000002, R13
 	JNZ   sqsumpf
 
 sqsumblock:
-	VPSLLD $0x10, (R8)(R9*2), Z13
-	VPANDD (R8)(R9*2), Z11, Z14
-	VSUBPS Z10, Z13, Z13
+	VPSLLD $0x10, (R8)(R10*2), Z13
+	VPANDD (R8)(R10*2), Z11, Z14
+	VSUBPS Z6, Z13, Z13
 	VMULPS Z13, Z13, Z13
-	VADDPS Z13, Z6, Z6
-	VSUBPS Z10, Z14, Z14
+	VADDPS Z13, Z7, Z7
+	VSUBPS Z6, Z14, Z14
 	VMULPS Z14, Z14, Z14
-	VADDPS Z14, Z7, Z7
-	VPSLLD $0x10, 64(R8)(R9*2), Z13
-	VPANDD 64(R8)(R9*2), Z11, Z14
-	VSUBPS Z10, Z13, Z13
+	VADDPS Z14, Z8, Z8
+	VPSLLD $0x10, 64(R8)(R10*2), Z13
+	VPANDD 64(R8)(R10*2), Z11, Z14
+	VSUBPS Z6, Z13, Z13
 	VMULPS Z13, Z13, Z13
-	VADDPS Z13, Z8, Z8
-	VSUBPS Z10, Z14, Z14
+	VADDPS Z13, Z9, Z9
+	VSUBPS Z6, Z14, Z14
 	VMULPS Z14, Z14, Z14
-	VADDPS Z14, Z9, Z9
-	ADDQ   $0x00000040, R9
+	VADDPS Z14, Z10, Z10
+	ADDQ   $0x00000040, R10
 	JMP    sqsumloop
 
 	// Out of the loop's way: the prefetches, whose flag is usually clear.
 sqsumpf:
-	PREFETCHT0 (R11)(R9*2)
-	PREFETCHT0 64(R11)(R9*2)
+	PREFETCHT0 (R12)(R10*2)
+	PREFETCHT0 64(R12)(R10*2)
 	JMP        sqsumblock
 
 sqsumtail:
 	// Fewer than 64 elements remain (AVX2, 16-bit: or i is past d, the copied end summed).
-	MOVQ job_d+0(AX), R10
-	SUBQ R9, R10
+	MOVQ job_d+0(AX), R11
+	SUBQ R10, R11
 	JZ   sqsummed
-	LEAQ kmask32<>+0(SB), R11
-	LEAQ kmask<>+0(SB), R12
-	MOVQ R10, R13
-	CMPQ R13, $0x00000020
+	LEAQ kmask32<>+0(SB), R12
+	LEAQ kmask<>+0(SB), R13
+	MOVQ R11, R14
+	CMPQ R14, $0x00000020
 	JLE  sqtailwords0
-	MOVQ $0x00000020, R13
+	MOVQ $0x00000020, R14
 
 sqtailwords0:
-	KMOVD       (R11)(R13*4), K2
-	VMOVDQU16.Z (R8)(R9*2), K2, Z13
+	KMOVD       (R12)(R14*4), K2
+	VMOVDQU16.Z (R8)(R10*2), K2, Z13
 	VPSLLD      $0x10, Z13, Z14
 	VPANDD      Z13, Z11, Z13
-	LEAQ        1(R13), R14
+	LEAQ        1(R14), R15
+	SHRQ        $0x01, R15
 	SHRQ        $0x01, R14
-	SHRQ        $0x01, R13
-	KMOVW       (R12)(R14*2), K2
-	KMOVW       (R12)(R13*2), K3
-	VSUBPS.Z    Z10, Z14, K2, Z14
+	KMOVW       (R13)(R15*2), K2
+	KMOVW       (R13)(R14*2), K3
+	VSUBPS.Z    Z6, Z14, K2, Z14
 	VMULPS      Z14, Z14, Z14
-	VADDPS      Z14, Z6, Z6
-	VSUBPS.Z    Z10, Z13, K3, Z13
+	VADDPS      Z14, Z7, Z7
+	VSUBPS.Z    Z6, Z13, K3, Z13
 	VMULPS      Z13, Z13, Z13
-	VADDPS      Z13, Z7, Z7
-	SUBQ        $0x00000020, R10
+	VADDPS      Z13, Z8, Z8
+	SUBQ        $0x00000020, R11
 	JLE         sqsummed
-	CMPQ        R10, $0x00000020
+	CMPQ        R11, $0x00000020
 	JLE         sqtailwords2
-	MOVQ        $0x00000020, R10
+	MOVQ        $0x00000020, R11
 
 sqtailwords2:
-	KMOVD       (R11)(R10*4), K2
-	VMOVDQU16.Z 64(R8)(R9*2), K2, Z13
+	KMOVD       (R12)(R11*4), K2
+	VMOVDQU16.Z 64(R8)(R10*2), K2, Z13
 	VPSLLD      $0x10, Z13, Z14
 	VPANDD      Z13, Z11, Z11
-	LEAQ        1(R10), R8
-	SHRQ        $0x01, R8
+	LEAQ        1(R11), R10
 	SHRQ        $0x01, R10
-	KMOVW       (R12)(R8*2), K2
-	KMOVW       (R12)(R10*2), K3
-	VSUBPS.Z    Z10, Z14, K2, Z14
+	SHRQ        $0x01, R11
+	KMOVW       (R13)(R10*2), K2
+	KMOVW       (R13)(R11*2), K3
+	VSUBPS.Z    Z6, Z14, K2, Z14
 	VMULPS      Z14, Z14, Z14
-	VADDPS      Z14, Z8, Z8
-	VSUBPS.Z    Z10, Z11, K3, Z11
+	VADDPS      Z14, Z9, Z9
+	VSUBPS.Z    Z6, Z11, K3, Z11
 	VMULPS      Z11, Z11, Z11
-	VADDPS      Z11, Z9, Z9
+	VADDPS      Z11, Z10, Z10
 
 sqsummed:
 	// The partials back in order: 16k..16k+15 in acc[k] (see evenodd.go).
 	VMOVDQU32 evenoddidx<>+0(SB), Z11
-	VPERMI2PS Z7, Z6, Z11
+	VPERMI2PS Z8, Z7, Z11
 	VMOVDQU32 evenoddidx<>+64(SB), Z13
-	VPERMI2PS Z7, Z6, Z13
-	VMOVAPS   Z11, Z6
-	VMOVAPS   Z13, Z7
+	VPERMI2PS Z8, Z7, Z13
+	VMOVAPS   Z11, Z7
+	VMOVAPS   Z13, Z8
 	VMOVDQU32 evenoddidx<>+0(SB), Z11
-	VPERMI2PS Z9, Z8, Z11
+	VPERMI2PS Z10, Z9, Z11
 	VMOVDQU32 evenoddidx<>+64(SB), Z13
-	VPERMI2PS Z9, Z8, Z13
-	VMOVAPS   Z11, Z8
-	VMOVAPS   Z13, Z9
+	VPERMI2PS Z10, Z9, Z13
+	VMOVAPS   Z11, Z9
+	VMOVAPS   Z13, Z10
 
 sqordered:
-	VADDPS Z8, Z6, Z6
-	VADDPS Z9, Z7, Z7
-	VADDPS Z7, Z6, Z6
+	VADDPS  Z9, Z7, Z7
+	VADDPS  Z10, Z8, Z8
+	VADDPS  Z8, Z7, Z7
+	CMPQ    408(SP), $0x01
+	JE      invone
+	VMOVUPS Z7, (SP)(R9*1)
+	ADDQ    DI, R8
+	ADDQ    $0x00000040, R9
+	CMPQ    R9, $0x00000100
+	JB      sqnext
+	JMP     invgroup
 
+invone:
 	// Halving tree: p[j] += p[j+h] for the remaining h, down to ss.
-	VSHUFF64X2 $0xee, Z6, Z6, Z7
-	VADDPS     Z7, Z6, Z6
-	VSHUFF32X4 $0x01, Z6, Z6, Z7
-	VADDPS     Z7, Z6, Z6
-	VPERMILPS  $0x4e, Z6, Z7
-	VADDPS     Z7, Z6, Z6
-	VPERMILPS  $0xb1, Z6, Z7
-	VADDPS     Z7, Z6, Z6
+	VSHUFF64X2 $0xee, Z7, Z7, Z8
+	VADDPS     Z8, Z7, Z7
+	VSHUFF32X4 $0x01, Z7, Z7, Z8
+	VADDPS     Z8, Z7, Z7
+	VPERMILPS  $0x4e, Z7, Z8
+	VADDPS     Z8, Z7, Z7
+	VPERMILPS  $0xb1, Z7, Z8
+	VADDPS     Z8, Z7, Z7
 
 	// t = ss/d + eps; rows with t outside [2^-100, MaxFloat32] take the float64 path.
-	CMPL   380(SP), $0x00
-	JE     divide31
-	VMULSS 380(SP), X6, X6
-	JMP    divided32
+	CMPL   444(SP), $0x00
+	JE     divide33
+	VMULSS 444(SP), X7, X7
+	JMP    divided34
 
-divide31:
-	VDIVSS 376(SP), X6, X6
+divide33:
+	VDIVSS 440(SP), X7, X7
 
-divided32:
-	VADDSS   job_eps+0(AX), X6, X6
-	VUCOMISS tlo<>+0(SB), X6
+divided34:
+	VADDSS   job_eps+0(AX), X7, X7
+	VUCOMISS tlo<>+0(SB), X7
 	JCS      ret
-	VUCOMISS tmax<>+0(SB), X6
+	VUCOMISS tmax<>+0(SB), X7
 	JHI      ret
-	VSQRTSS  X6, X6, X6
+	VSQRTSS  X7, X7, X7
 	VMOVSS   one<>+0(SB), X12
-	VDIVSS   X6, X12, X12
+	VDIVSS   X7, X12, X12
 
 	// Report 1/rms if asked.
 	MOVQ   job_inv+0(AX), R8
 	TESTQ  R8, R8
 	JZ     reportmean
-	MOVQ   320(SP), R9
+	MOVQ   384(SP), R9
 	VMOVSS X12, (R8)(R9*4)
 
 reportmean:
@@ -55750,19 +56604,95 @@ reportmean:
 	MOVQ   job_mean+0(AX), R8
 	TESTQ  R8, R8
 	JZ     scale
-	MOVQ   320(SP), R9
-	VMOVSS X10, (R8)(R9*4)
+	MOVQ   384(SP), R9
+	VMOVSS X6, (R8)(R9*4)
+	JMP    scale
+
+invgroup:
+	// The rest of the halving tree, four rows at once.
+	VMOVUPS       (SP), Z7
+	VMOVUPS       64(SP), Z8
+	VMOVUPS       128(SP), Z9
+	VMOVUPS       192(SP), Z10
+	VSHUFF64X2    $0x44, Z8, Z7, Z11
+	VSHUFF64X2    $0xee, Z8, Z7, Z7
+	VADDPS        Z7, Z11, Z11
+	VSHUFF64X2    $0x44, Z10, Z9, Z7
+	VSHUFF64X2    $0xee, Z10, Z9, Z8
+	VADDPS        Z8, Z7, Z7
+	VSHUFF32X4    $0x88, Z7, Z11, Z8
+	VSHUFF32X4    $0xdd, Z7, Z11, Z7
+	VADDPS        Z7, Z8, Z8
+	VPERMILPS     $0x4e, Z8, Z7
+	VADDPS        Z7, Z8, Z8
+	VPERMILPS     $0xb1, Z8, Z7
+	VADDPS        Z7, Z8, Z8
+	MOVL          $0x00001111, R8
+	KMOVW         R8, K2
+	VCOMPRESSPS.Z Z8, K2, Z7
+
+	// t = ss/d + eps for the four rows; any t outside [2^-100, MaxFloat32] sends the group to the one-row path.
+	CMPL         444(SP), $0x00
+	JE           divide35
+	VBROADCASTSS 444(SP), Z8
+	VMULPS       Z8, Z7, Z7
+	JMP          divided36
+
+divide35:
+	VBROADCASTSS 440(SP), Z8
+	VDIVPS       Z8, Z7, Z7
+
+divided36:
+	VBROADCASTSS job_eps+0(AX), Z8
+	VADDPS       Z8, Z7, Z7
+	MOVL         $0x0000000f, R8
+	KMOVW        R8, K2
+	VBROADCASTSS tlo<>+0(SB), Z8
+	VBROADCASTSS tmax<>+0(SB), Z9
+	VCMPPS       $0x1d, Z8, Z7, K2, K2
+	VCMPPS       $0x12, Z9, Z7, K2, K2
+	KMOVW        K2, R8
+	CMPL         R8, $0x0f
+	JE           ginrange
+	MOVQ         $0x00000004, 400(SP)
+	JMP          row
+
+ginrange:
+	VSQRTPS      Z7, Z7
+	VBROADCASTSS one<>+0(SB), Z12
+	VDIVPS       Z7, Z12, Z12
+
+	// Report 1/rms if asked.
+	MOVQ    job_inv+0(AX), R8
+	TESTQ   R8, R8
+	JZ      reportmeans
+	MOVQ    384(SP), R9
+	MOVL    $0x0000000f, R10
+	KMOVW   R10, K2
+	VMOVUPS Z12, K2, (R8)(R9*4)
+
+reportmeans:
+	// Report the mean if asked.
+	MOVQ    job_mean+0(AX), R8
+	TESTQ   R8, R8
+	JZ      scale
+	MOVQ    384(SP), R9
+	VMOVUPS 320(SP), Z7
+	MOVL    $0x0000000f, R10
+	KMOVW   R10, K2
+	VMOVUPS Z7, K2, (R8)(R9*4)
 
 scale:
-	VBROADCASTSS X12, Z6
-	MOVQ         $0x00000000, 352(SP)
-	CMPQ         344(SP), $0x01
+	VBROADCASTSS X12, Z7
+	MOVQ         $0x00000000, 416(SP)
+	CMPQ         408(SP), $0x01
 	JE           scalebody
 	VMOVUPS      Z12, 256(SP)
 
 scalerow:
-	MOVQ         352(SP), R8
-	VBROADCASTSS 256(SP)(R8*4), Z6
+	MOVQ         416(SP), R8
+	VBROADCASTSS 256(SP)(R8*4), Z7
+	VBROADCASTSS 320(SP)(R8*4), Z6
 
 scalebody:
 	// y = (src*inv)*w, rounded after each multiply.
@@ -55771,10 +56701,10 @@ scalebody:
 	SUBQ $0x00000040, R9
 	MOVQ DI, R10
 	CMPQ job_d+0(AX), $0x00000200
-	JA   longrows33
+	JA   longrows37
 	SHLQ $0x03, R10
 
-longrows33:
+longrows37:
 	ADDQ  DX, R10
 	MOVL  job_flags+0(AX), R11
 	TESTL $0x00000001, R11
@@ -55789,219 +56719,219 @@ scaleloop:
 	CMPQ  R8, R9
 	JG    scaletail
 	TESTL $0x00000002, R11
-	JNZ   scalelooppf34
+	JNZ   scalelooppf38
 
-scaleloopbody35:
-	VPERMW.Z       (DX)(R8*2), Z3, K1, Z7
-	VSUBPS         Z10, Z7, Z7
-	VMULPS         Z6, Z7, Z7
-	VPERMW.Z       (DX)(R8*2), Z4, K1, Z8
-	VSUBPS         Z10, Z8, Z8
-	VMULPS         Z6, Z8, Z8
-	VPERMW.Z       64(DX)(R8*2), Z3, K1, Z9
-	VSUBPS         Z10, Z9, Z9
-	VMULPS         Z6, Z9, Z9
+scaleloopbody39:
+	VPERMW.Z       (DX)(R8*2), Z3, K1, Z8
+	VSUBPS         Z6, Z8, Z8
+	VMULPS         Z7, Z8, Z8
+	VPERMW.Z       (DX)(R8*2), Z4, K1, Z9
+	VSUBPS         Z6, Z9, Z9
+	VMULPS         Z7, Z9, Z9
+	VPERMW.Z       64(DX)(R8*2), Z3, K1, Z10
+	VSUBPS         Z6, Z10, Z10
+	VMULPS         Z7, Z10, Z10
 	VPERMW.Z       64(DX)(R8*2), Z4, K1, Z11
-	VSUBPS         Z10, Z11, Z11
-	VMULPS         Z6, Z11, Z11
+	VSUBPS         Z6, Z11, Z11
+	VMULPS         Z7, Z11, Z11
 	TESTL          $0x00000008, job_flags+0(AX)
-	JZ             notrn36
-	VFPCLASSPSZ    $0xa1, Z7, K2
-	VFPCLASSPSZ    $0xa1, Z8, K3
+	JZ             notrn40
+	VFPCLASSPSZ    $0xa1, Z8, K2
+	VFPCLASSPSZ    $0xa1, Z9, K3
 	KORTESTW       K3, K2
-	JNZ            bf16fix37
-	BYTE $0x62; BYTE $0x72; BYTE $0x3f; BYTE $0x48; BYTE $0x72; BYTE $0xef // VCVTNE2PS2BF16 Z7, Z8, Z13
+	JNZ            bf16fix41
+	BYTE $0x62; BYTE $0x52; BYTE $0x37; BYTE $0x48; BYTE $0x72; BYTE $0xe8 // VCVTNE2PS2BF16 Z8, Z9, Z13
 
-bf16fixed38:
-	VPERMW.Z       Z13, Z3, K1, Z7
-	VPERMW.Z       Z13, Z4, K1, Z8
-	VFPCLASSPSZ    $0xa1, Z9, K2
+bf16fixed42:
+	VPERMW.Z       Z13, Z3, K1, Z8
+	VPERMW.Z       Z13, Z4, K1, Z9
+	VFPCLASSPSZ    $0xa1, Z10, K2
 	VFPCLASSPSZ    $0xa1, Z11, K3
 	KORTESTW       K3, K2
-	JNZ            bf16fix39
-	BYTE $0x62; BYTE $0x52; BYTE $0x27; BYTE $0x48; BYTE $0x72; BYTE $0xe9 // VCVTNE2PS2BF16 Z9, Z11, Z13
+	JNZ            bf16fix43
+	BYTE $0x62; BYTE $0x52; BYTE $0x27; BYTE $0x48; BYTE $0x72; BYTE $0xea // VCVTNE2PS2BF16 Z10, Z11, Z13
 
-bf16fixed40:
-	VPERMW.Z Z13, Z3, K1, Z9
+bf16fixed44:
+	VPERMW.Z Z13, Z3, K1, Z10
 	VPERMW.Z Z13, Z4, K1, Z11
 
-notrn36:
-	VMULPS (SI)(R8*4), Z7, Z7
-	VMULPS 64(SI)(R8*4), Z8, Z8
-	VMULPS 128(SI)(R8*4), Z9, Z9
+notrn40:
+	VMULPS (SI)(R8*4), Z8, Z8
+	VMULPS 64(SI)(R8*4), Z9, Z9
+	VMULPS 128(SI)(R8*4), Z10, Z10
 	VMULPS 192(SI)(R8*4), Z11, Z11
 	MOVQ   job_bias+0(AX), R12
 	TESTQ  R12, R12
-	JZ     nobias41
-	VADDPS (R12)(R8*4), Z7, Z7
-	VADDPS 64(R12)(R8*4), Z8, Z8
-	VADDPS 128(R12)(R8*4), Z9, Z9
+	JZ     nobias45
+	VADDPS (R12)(R8*4), Z8, Z8
+	VADDPS 64(R12)(R8*4), Z9, Z9
+	VADDPS 128(R12)(R8*4), Z10, Z10
 	VADDPS 192(R12)(R8*4), Z11, Z11
 
-nobias41:
-	VFPCLASSPSZ    $0xa1, Z7, K2
-	VFPCLASSPSZ    $0xa1, Z8, K3
+nobias45:
+	VFPCLASSPSZ    $0xa1, Z8, K2
+	VFPCLASSPSZ    $0xa1, Z9, K3
 	KORTESTW       K3, K2
-	JNZ            bf16fix42
-	BYTE $0x62; BYTE $0x72; BYTE $0x3f; BYTE $0x48; BYTE $0x72; BYTE $0xef // VCVTNE2PS2BF16 Z7, Z8, Z13
+	JNZ            bf16fix46
+	BYTE $0x62; BYTE $0x52; BYTE $0x37; BYTE $0x48; BYTE $0x72; BYTE $0xe8 // VCVTNE2PS2BF16 Z8, Z9, Z13
 
-bf16fixed43:
+bf16fixed47:
 	VMOVDQU64      Z13, (CX)(R8*2)
-	VFPCLASSPSZ    $0xa1, Z9, K2
+	VFPCLASSPSZ    $0xa1, Z10, K2
 	VFPCLASSPSZ    $0xa1, Z11, K3
 	KORTESTW       K3, K2
-	JNZ            bf16fix44
-	BYTE $0x62; BYTE $0xd2; BYTE $0x27; BYTE $0x48; BYTE $0x72; BYTE $0xf9 // VCVTNE2PS2BF16 Z9, Z11, Z7
+	JNZ            bf16fix48
+	BYTE $0x62; BYTE $0x52; BYTE $0x27; BYTE $0x48; BYTE $0x72; BYTE $0xc2 // VCVTNE2PS2BF16 Z10, Z11, Z8
 
-bf16fixed45:
-	VMOVDQU64 Z7, 64(CX)(R8*2)
+bf16fixed49:
+	VMOVDQU64 Z8, 64(CX)(R8*2)
 	ADDQ      $0x00000040, R8
 	JMP       scaleloop
 
-scalelooppf34:
+scalelooppf38:
 	PREFETCHT0 (R10)(R8*2)
 	PREFETCHT0 64(R10)(R8*2)
-	JMP        scaleloopbody35
+	JMP        scaleloopbody39
 
 	PCALIGN $32
 scaleloopoffset:
 	CMPQ  R8, R9
 	JG    scaletail
 	TESTL $0x00000002, R11
-	JNZ   scaleloopoffsetpf46
+	JNZ   scaleloopoffsetpf50
 
-scaleloopoffsetbody47:
-	VPERMW.Z       (DX)(R8*2), Z3, K1, Z7
-	VSUBPS         Z10, Z7, Z7
-	VMULPS         Z6, Z7, Z7
-	VPERMW.Z       (DX)(R8*2), Z4, K1, Z8
-	VSUBPS         Z10, Z8, Z8
-	VMULPS         Z6, Z8, Z8
-	VPERMW.Z       64(DX)(R8*2), Z3, K1, Z9
-	VSUBPS         Z10, Z9, Z9
-	VMULPS         Z6, Z9, Z9
+scaleloopoffsetbody51:
+	VPERMW.Z       (DX)(R8*2), Z3, K1, Z8
+	VSUBPS         Z6, Z8, Z8
+	VMULPS         Z7, Z8, Z8
+	VPERMW.Z       (DX)(R8*2), Z4, K1, Z9
+	VSUBPS         Z6, Z9, Z9
+	VMULPS         Z7, Z9, Z9
+	VPERMW.Z       64(DX)(R8*2), Z3, K1, Z10
+	VSUBPS         Z6, Z10, Z10
+	VMULPS         Z7, Z10, Z10
 	VPERMW.Z       64(DX)(R8*2), Z4, K1, Z11
-	VSUBPS         Z10, Z11, Z11
-	VMULPS         Z6, Z11, Z11
+	VSUBPS         Z6, Z11, Z11
+	VMULPS         Z7, Z11, Z11
 	TESTL          $0x00000008, job_flags+0(AX)
-	JZ             notrn48
-	VFPCLASSPSZ    $0xa1, Z7, K2
-	VFPCLASSPSZ    $0xa1, Z8, K3
+	JZ             notrn52
+	VFPCLASSPSZ    $0xa1, Z8, K2
+	VFPCLASSPSZ    $0xa1, Z9, K3
 	KORTESTW       K3, K2
-	JNZ            bf16fix49
-	BYTE $0x62; BYTE $0x72; BYTE $0x3f; BYTE $0x48; BYTE $0x72; BYTE $0xef // VCVTNE2PS2BF16 Z7, Z8, Z13
+	JNZ            bf16fix53
+	BYTE $0x62; BYTE $0x52; BYTE $0x37; BYTE $0x48; BYTE $0x72; BYTE $0xe8 // VCVTNE2PS2BF16 Z8, Z9, Z13
 
-bf16fixed50:
-	VPERMW.Z       Z13, Z3, K1, Z7
-	VPERMW.Z       Z13, Z4, K1, Z8
-	VFPCLASSPSZ    $0xa1, Z9, K2
+bf16fixed54:
+	VPERMW.Z       Z13, Z3, K1, Z8
+	VPERMW.Z       Z13, Z4, K1, Z9
+	VFPCLASSPSZ    $0xa1, Z10, K2
 	VFPCLASSPSZ    $0xa1, Z11, K3
 	KORTESTW       K3, K2
-	JNZ            bf16fix51
-	BYTE $0x62; BYTE $0x52; BYTE $0x27; BYTE $0x48; BYTE $0x72; BYTE $0xe9 // VCVTNE2PS2BF16 Z9, Z11, Z13
+	JNZ            bf16fix55
+	BYTE $0x62; BYTE $0x52; BYTE $0x27; BYTE $0x48; BYTE $0x72; BYTE $0xea // VCVTNE2PS2BF16 Z10, Z11, Z13
 
-bf16fixed52:
-	VPERMW.Z Z13, Z3, K1, Z9
+bf16fixed56:
+	VPERMW.Z Z13, Z3, K1, Z10
 	VPERMW.Z Z13, Z4, K1, Z11
 
-notrn48:
+notrn52:
 	VMOVUPS (SI)(R8*4), Z13
 	VADDPS  Z5, Z13, Z13
-	VMULPS  Z13, Z7, Z7
+	VMULPS  Z13, Z8, Z8
 	VMOVUPS 64(SI)(R8*4), Z13
 	VADDPS  Z5, Z13, Z13
-	VMULPS  Z13, Z8, Z8
+	VMULPS  Z13, Z9, Z9
 	VMOVUPS 128(SI)(R8*4), Z13
 	VADDPS  Z5, Z13, Z13
-	VMULPS  Z13, Z9, Z9
+	VMULPS  Z13, Z10, Z10
 	VMOVUPS 192(SI)(R8*4), Z13
 	VADDPS  Z5, Z13, Z13
 	VMULPS  Z13, Z11, Z11
 	MOVQ    job_bias+0(AX), R12
 	TESTQ   R12, R12
-	JZ      nobias53
-	VADDPS  (R12)(R8*4), Z7, Z7
-	VADDPS  64(R12)(R8*4), Z8, Z8
-	VADDPS  128(R12)(R8*4), Z9, Z9
+	JZ      nobias57
+	VADDPS  (R12)(R8*4), Z8, Z8
+	VADDPS  64(R12)(R8*4), Z9, Z9
+	VADDPS  128(R12)(R8*4), Z10, Z10
 	VADDPS  192(R12)(R8*4), Z11, Z11
 
-nobias53:
-	VFPCLASSPSZ    $0xa1, Z7, K2
-	VFPCLASSPSZ    $0xa1, Z8, K3
+nobias57:
+	VFPCLASSPSZ    $0xa1, Z8, K2
+	VFPCLASSPSZ    $0xa1, Z9, K3
 	KORTESTW       K3, K2
-	JNZ            bf16fix54
-	BYTE $0x62; BYTE $0x72; BYTE $0x3f; BYTE $0x48; BYTE $0x72; BYTE $0xef // VCVTNE2PS2BF16 Z7, Z8, Z13
+	JNZ            bf16fix58
+	BYTE $0x62; BYTE $0x52; BYTE $0x37; BYTE $0x48; BYTE $0x72; BYTE $0xe8 // VCVTNE2PS2BF16 Z8, Z9, Z13
 
-bf16fixed55:
+bf16fixed59:
 	VMOVDQU64      Z13, (CX)(R8*2)
-	VFPCLASSPSZ    $0xa1, Z9, K2
+	VFPCLASSPSZ    $0xa1, Z10, K2
 	VFPCLASSPSZ    $0xa1, Z11, K3
 	KORTESTW       K3, K2
-	JNZ            bf16fix56
-	BYTE $0x62; BYTE $0xd2; BYTE $0x27; BYTE $0x48; BYTE $0x72; BYTE $0xf9 // VCVTNE2PS2BF16 Z9, Z11, Z7
+	JNZ            bf16fix60
+	BYTE $0x62; BYTE $0x52; BYTE $0x27; BYTE $0x48; BYTE $0x72; BYTE $0xc2 // VCVTNE2PS2BF16 Z10, Z11, Z8
 
-bf16fixed57:
-	VMOVDQU64 Z7, 64(CX)(R8*2)
+bf16fixed61:
+	VMOVDQU64 Z8, 64(CX)(R8*2)
 	ADDQ      $0x00000040, R8
 	JMP       scaleloopoffset
 
-scaleloopoffsetpf46:
+scaleloopoffsetpf50:
 	PREFETCHT0 (R10)(R8*2)
 	PREFETCHT0 64(R10)(R8*2)
-	JMP        scaleloopoffsetbody47
+	JMP        scaleloopoffsetbody51
 
 	PCALIGN $32
 scaleloopnoweight:
 	CMPQ  R8, R9
 	JG    scaletail
 	TESTL $0x00000002, R11
-	JNZ   scaleloopnoweightpf58
+	JNZ   scaleloopnoweightpf62
 
-scaleloopnoweightbody59:
-	VPERMW.Z (DX)(R8*2), Z3, K1, Z7
-	VSUBPS   Z10, Z7, Z7
-	VMULPS   Z6, Z7, Z7
-	VPERMW.Z (DX)(R8*2), Z4, K1, Z8
-	VSUBPS   Z10, Z8, Z8
-	VMULPS   Z6, Z8, Z8
-	VPERMW.Z 64(DX)(R8*2), Z3, K1, Z9
-	VSUBPS   Z10, Z9, Z9
-	VMULPS   Z6, Z9, Z9
+scaleloopnoweightbody63:
+	VPERMW.Z (DX)(R8*2), Z3, K1, Z8
+	VSUBPS   Z6, Z8, Z8
+	VMULPS   Z7, Z8, Z8
+	VPERMW.Z (DX)(R8*2), Z4, K1, Z9
+	VSUBPS   Z6, Z9, Z9
+	VMULPS   Z7, Z9, Z9
+	VPERMW.Z 64(DX)(R8*2), Z3, K1, Z10
+	VSUBPS   Z6, Z10, Z10
+	VMULPS   Z7, Z10, Z10
 	VPERMW.Z 64(DX)(R8*2), Z4, K1, Z11
-	VSUBPS   Z10, Z11, Z11
-	VMULPS   Z6, Z11, Z11
+	VSUBPS   Z6, Z11, Z11
+	VMULPS   Z7, Z11, Z11
 	MOVQ     job_bias+0(AX), R12
 	TESTQ    R12, R12
-	JZ       nobias60
-	VADDPS   (R12)(R8*4), Z7, Z7
-	VADDPS   64(R12)(R8*4), Z8, Z8
-	VADDPS   128(R12)(R8*4), Z9, Z9
+	JZ       nobias64
+	VADDPS   (R12)(R8*4), Z8, Z8
+	VADDPS   64(R12)(R8*4), Z9, Z9
+	VADDPS   128(R12)(R8*4), Z10, Z10
 	VADDPS   192(R12)(R8*4), Z11, Z11
 
-nobias60:
-	VFPCLASSPSZ    $0xa1, Z7, K2
-	VFPCLASSPSZ    $0xa1, Z8, K3
+nobias64:
+	VFPCLASSPSZ    $0xa1, Z8, K2
+	VFPCLASSPSZ    $0xa1, Z9, K3
 	KORTESTW       K3, K2
-	JNZ            bf16fix61
-	BYTE $0x62; BYTE $0x72; BYTE $0x3f; BYTE $0x48; BYTE $0x72; BYTE $0xef // VCVTNE2PS2BF16 Z7, Z8, Z13
+	JNZ            bf16fix65
+	BYTE $0x62; BYTE $0x52; BYTE $0x37; BYTE $0x48; BYTE $0x72; BYTE $0xe8 // VCVTNE2PS2BF16 Z8, Z9, Z13
 
-bf16fixed62:
+bf16fixed66:
 	VMOVDQU64      Z13, (CX)(R8*2)
-	VFPCLASSPSZ    $0xa1, Z9, K2
+	VFPCLASSPSZ    $0xa1, Z10, K2
 	VFPCLASSPSZ    $0xa1, Z11, K3
 	KORTESTW       K3, K2
-	JNZ            bf16fix63
-	BYTE $0x62; BYTE $0xd2; BYTE $0x27; BYTE $0x48; BYTE $0x72; BYTE $0xf9 // VCVTNE2PS2BF16 Z9, Z11, Z7
+	JNZ            bf16fix67
+	BYTE $0x62; BYTE $0x52; BYTE $0x27; BYTE $0x48; BYTE $0x72; BYTE $0xc2 // VCVTNE2PS2BF16 Z10, Z11, Z8
 
-bf16fixed64:
-	VMOVDQU64 Z7, 64(CX)(R8*2)
+bf16fixed68:
+	VMOVDQU64 Z8, 64(CX)(R8*2)
 	ADDQ      $0x00000040, R8
 	JMP       scaleloopnoweight
 
-scaleloopnoweightpf58:
+scaleloopnoweightpf62:
 	PREFETCHT0 (R10)(R8*2)
 	PREFETCHT0 64(R10)(R8*2)
-	JMP        scaleloopnoweightbody59
+	JMP        scaleloopnoweightbody63
 
 scalent:
 	// Ordinary stores up to the first vector-aligned element of dst, then non-temporal ones.
@@ -56017,41 +56947,41 @@ scalent:
 scalehead:
 	CMPQ           R10, $0x00000010
 	JB             scaleheadpart
-	VPMOVZXWD      (DX)(R8*2), Z7
-	VPSLLD         $0x10, Z7, Z7
-	VSUBPS         Z10, Z7, Z7
-	VMULPS         Z6, Z7, Z7
+	VPMOVZXWD      (DX)(R8*2), Z8
+	VPSLLD         $0x10, Z8, Z8
+	VSUBPS         Z6, Z8, Z8
+	VMULPS         Z7, Z8, Z8
 	TESTL          $0x00000008, job_flags+0(AX)
-	JZ             notrn65
-	VFPCLASSPSZ    $0xa1, Z7, K2
-	KORTESTW       K2, K2
-	JNZ            bf16fix66
-	BYTE $0x62; BYTE $0x72; BYTE $0x47; BYTE $0x48; BYTE $0x72; BYTE $0xc7 // VCVTNE2PS2BF16 Z7, Z7, Z8
-
-bf16fixed67:
-	VPERMW.Z Z8, Z3, K1, Z7
-
-notrn65:
-	TESTQ   SI, SI
-	JZ      noweight68
-	VMOVUPS (SI)(R8*4), Z8
-	VADDPS  Z5, Z8, Z8
-	VMULPS  Z8, Z7, Z7
-
-noweight68:
-	MOVQ   job_bias+0(AX), R11
-	TESTQ  R11, R11
-	JZ     nobias69
-	VADDPS (R11)(R8*4), Z7, Z7
-
-nobias69:
-	VFPCLASSPSZ    $0xa1, Z7, K2
+	JZ             notrn69
+	VFPCLASSPSZ    $0xa1, Z8, K2
 	KORTESTW       K2, K2
 	JNZ            bf16fix70
-	BYTE $0x62; BYTE $0x72; BYTE $0x47; BYTE $0x48; BYTE $0x72; BYTE $0xc7 // VCVTNE2PS2BF16 Z7, Z7, Z8
+	BYTE $0x62; BYTE $0x52; BYTE $0x3f; BYTE $0x48; BYTE $0x72; BYTE $0xc8 // VCVTNE2PS2BF16 Z8, Z8, Z9
 
 bf16fixed71:
-	VEXTRACTI64X4 $0x00, Z8, (CX)(R8*2)
+	VPERMW.Z Z9, Z3, K1, Z8
+
+notrn69:
+	TESTQ   SI, SI
+	JZ      noweight72
+	VMOVUPS (SI)(R8*4), Z9
+	VADDPS  Z5, Z9, Z9
+	VMULPS  Z9, Z8, Z8
+
+noweight72:
+	MOVQ   job_bias+0(AX), R11
+	TESTQ  R11, R11
+	JZ     nobias73
+	VADDPS (R11)(R8*4), Z8, Z8
+
+nobias73:
+	VFPCLASSPSZ    $0xa1, Z8, K2
+	KORTESTW       K2, K2
+	JNZ            bf16fix74
+	BYTE $0x62; BYTE $0x52; BYTE $0x3f; BYTE $0x48; BYTE $0x72; BYTE $0xc8 // VCVTNE2PS2BF16 Z8, Z8, Z9
+
+bf16fixed75:
+	VEXTRACTI64X4 $0x00, Z9, (CX)(R8*2)
 	ADDQ          $0x00000010, R8
 	SUBQ          $0x00000010, R10
 	JZ            scalentgo
@@ -56062,10 +56992,10 @@ scaleheadpart:
 scalentgo:
 	MOVQ DI, R10
 	CMPQ job_d+0(AX), $0x00000200
-	JA   longrows72
+	JA   longrows76
 	SHLQ $0x03, R10
 
-longrows72:
+longrows76:
 	ADDQ DX, R10
 	MOVL job_flags+0(AX), R11
 
@@ -56075,92 +57005,92 @@ scalentloop:
 	JG             scaletail
 	PREFETCHT0     (R10)(R8*2)
 	PREFETCHT0     64(R10)(R8*2)
-	VPERMW.Z       (DX)(R8*2), Z3, K1, Z7
-	VSUBPS         Z10, Z7, Z7
-	VMULPS         Z6, Z7, Z7
-	VPERMW.Z       (DX)(R8*2), Z4, K1, Z8
-	VSUBPS         Z10, Z8, Z8
-	VMULPS         Z6, Z8, Z8
-	VPERMW.Z       64(DX)(R8*2), Z3, K1, Z9
-	VSUBPS         Z10, Z9, Z9
-	VMULPS         Z6, Z9, Z9
+	VPERMW.Z       (DX)(R8*2), Z3, K1, Z8
+	VSUBPS         Z6, Z8, Z8
+	VMULPS         Z7, Z8, Z8
+	VPERMW.Z       (DX)(R8*2), Z4, K1, Z9
+	VSUBPS         Z6, Z9, Z9
+	VMULPS         Z7, Z9, Z9
+	VPERMW.Z       64(DX)(R8*2), Z3, K1, Z10
+	VSUBPS         Z6, Z10, Z10
+	VMULPS         Z7, Z10, Z10
 	VPERMW.Z       64(DX)(R8*2), Z4, K1, Z11
-	VSUBPS         Z10, Z11, Z11
-	VMULPS         Z6, Z11, Z11
+	VSUBPS         Z6, Z11, Z11
+	VMULPS         Z7, Z11, Z11
 	TESTL          $0x00000008, job_flags+0(AX)
-	JZ             notrn73
-	VFPCLASSPSZ    $0xa1, Z7, K2
-	VFPCLASSPSZ    $0xa1, Z8, K3
+	JZ             notrn77
+	VFPCLASSPSZ    $0xa1, Z8, K2
+	VFPCLASSPSZ    $0xa1, Z9, K3
 	KORTESTW       K3, K2
-	JNZ            bf16fix74
-	BYTE $0x62; BYTE $0x72; BYTE $0x3f; BYTE $0x48; BYTE $0x72; BYTE $0xef // VCVTNE2PS2BF16 Z7, Z8, Z13
+	JNZ            bf16fix78
+	BYTE $0x62; BYTE $0x52; BYTE $0x37; BYTE $0x48; BYTE $0x72; BYTE $0xe8 // VCVTNE2PS2BF16 Z8, Z9, Z13
 
-bf16fixed75:
-	VPERMW.Z       Z13, Z3, K1, Z7
-	VPERMW.Z       Z13, Z4, K1, Z8
-	VFPCLASSPSZ    $0xa1, Z9, K2
+bf16fixed79:
+	VPERMW.Z       Z13, Z3, K1, Z8
+	VPERMW.Z       Z13, Z4, K1, Z9
+	VFPCLASSPSZ    $0xa1, Z10, K2
 	VFPCLASSPSZ    $0xa1, Z11, K3
 	KORTESTW       K3, K2
-	JNZ            bf16fix76
-	BYTE $0x62; BYTE $0x52; BYTE $0x27; BYTE $0x48; BYTE $0x72; BYTE $0xe9 // VCVTNE2PS2BF16 Z9, Z11, Z13
+	JNZ            bf16fix80
+	BYTE $0x62; BYTE $0x52; BYTE $0x27; BYTE $0x48; BYTE $0x72; BYTE $0xea // VCVTNE2PS2BF16 Z10, Z11, Z13
 
-bf16fixed77:
-	VPERMW.Z Z13, Z3, K1, Z9
+bf16fixed81:
+	VPERMW.Z Z13, Z3, K1, Z10
 	VPERMW.Z Z13, Z4, K1, Z11
 
-notrn73:
+notrn77:
 	TESTQ  SI, SI
-	JZ     weighed79
+	JZ     weighed83
 	TESTL  $0x00000010, R11
-	JNZ    offset78
-	VMULPS (SI)(R8*4), Z7, Z7
-	VMULPS 64(SI)(R8*4), Z8, Z8
-	VMULPS 128(SI)(R8*4), Z9, Z9
+	JNZ    offset82
+	VMULPS (SI)(R8*4), Z8, Z8
+	VMULPS 64(SI)(R8*4), Z9, Z9
+	VMULPS 128(SI)(R8*4), Z10, Z10
 	VMULPS 192(SI)(R8*4), Z11, Z11
 
-weighed79:
+weighed83:
 	MOVQ   job_bias+0(AX), R12
 	TESTQ  R12, R12
-	JZ     nobias80
-	VADDPS (R12)(R8*4), Z7, Z7
-	VADDPS 64(R12)(R8*4), Z8, Z8
-	VADDPS 128(R12)(R8*4), Z9, Z9
+	JZ     nobias84
+	VADDPS (R12)(R8*4), Z8, Z8
+	VADDPS 64(R12)(R8*4), Z9, Z9
+	VADDPS 128(R12)(R8*4), Z10, Z10
 	VADDPS 192(R12)(R8*4), Z11, Z11
 
-nobias80:
-	VFPCLASSPSZ    $0xa1, Z7, K2
-	VFPCLASSPSZ    $0xa1, Z8, K3
+nobias84:
+	VFPCLASSPSZ    $0xa1, Z8, K2
+	VFPCLASSPSZ    $0xa1, Z9, K3
 	KORTESTW       K3, K2
-	JNZ            bf16fix81
-	BYTE $0x62; BYTE $0x72; BYTE $0x3f; BYTE $0x48; BYTE $0x72; BYTE $0xef // VCVTNE2PS2BF16 Z7, Z8, Z13
+	JNZ            bf16fix85
+	BYTE $0x62; BYTE $0x52; BYTE $0x37; BYTE $0x48; BYTE $0x72; BYTE $0xe8 // VCVTNE2PS2BF16 Z8, Z9, Z13
 
-bf16fixed82:
+bf16fixed86:
 	VMOVNTDQ       Z13, (CX)(R8*2)
-	VFPCLASSPSZ    $0xa1, Z9, K2
+	VFPCLASSPSZ    $0xa1, Z10, K2
 	VFPCLASSPSZ    $0xa1, Z11, K3
 	KORTESTW       K3, K2
-	JNZ            bf16fix83
-	BYTE $0x62; BYTE $0xd2; BYTE $0x27; BYTE $0x48; BYTE $0x72; BYTE $0xf9 // VCVTNE2PS2BF16 Z9, Z11, Z7
+	JNZ            bf16fix87
+	BYTE $0x62; BYTE $0x52; BYTE $0x27; BYTE $0x48; BYTE $0x72; BYTE $0xc2 // VCVTNE2PS2BF16 Z10, Z11, Z8
 
-bf16fixed84:
-	VMOVNTDQ Z7, 64(CX)(R8*2)
+bf16fixed88:
+	VMOVNTDQ Z8, 64(CX)(R8*2)
 	ADDQ     $0x00000040, R8
 	JMP      scalentloop
 
-offset78:
+offset82:
 	VMOVUPS (SI)(R8*4), Z13
 	VADDPS  Z5, Z13, Z13
-	VMULPS  Z13, Z7, Z7
+	VMULPS  Z13, Z8, Z8
 	VMOVUPS 64(SI)(R8*4), Z13
 	VADDPS  Z5, Z13, Z13
-	VMULPS  Z13, Z8, Z8
+	VMULPS  Z13, Z9, Z9
 	VMOVUPS 128(SI)(R8*4), Z13
 	VADDPS  Z5, Z13, Z13
-	VMULPS  Z13, Z9, Z9
+	VMULPS  Z13, Z10, Z10
 	VMOVUPS 192(SI)(R8*4), Z13
 	VADDPS  Z5, Z13, Z13
 	VMULPS  Z13, Z11, Z11
-	JMP     weighed79
+	JMP     weighed83
 
 scaletail:
 	ADDQ $0x00000030, R9
@@ -56168,41 +57098,41 @@ scaletail:
 scaleone:
 	CMPQ           R8, R9
 	JG             scalepart
-	VPMOVZXWD      (DX)(R8*2), Z7
-	VPSLLD         $0x10, Z7, Z7
-	VSUBPS         Z10, Z7, Z7
-	VMULPS         Z6, Z7, Z7
+	VPMOVZXWD      (DX)(R8*2), Z8
+	VPSLLD         $0x10, Z8, Z8
+	VSUBPS         Z6, Z8, Z8
+	VMULPS         Z7, Z8, Z8
 	TESTL          $0x00000008, job_flags+0(AX)
-	JZ             notrn85
-	VFPCLASSPSZ    $0xa1, Z7, K2
-	KORTESTW       K2, K2
-	JNZ            bf16fix86
-	BYTE $0x62; BYTE $0x72; BYTE $0x47; BYTE $0x48; BYTE $0x72; BYTE $0xc7 // VCVTNE2PS2BF16 Z7, Z7, Z8
-
-bf16fixed87:
-	VPERMW.Z Z8, Z3, K1, Z7
-
-notrn85:
-	TESTQ   SI, SI
-	JZ      noweight88
-	VMOVUPS (SI)(R8*4), Z8
-	VADDPS  Z5, Z8, Z8
-	VMULPS  Z8, Z7, Z7
-
-noweight88:
-	MOVQ   job_bias+0(AX), R10
-	TESTQ  R10, R10
-	JZ     nobias89
-	VADDPS (R10)(R8*4), Z7, Z7
-
-nobias89:
-	VFPCLASSPSZ    $0xa1, Z7, K2
+	JZ             notrn89
+	VFPCLASSPSZ    $0xa1, Z8, K2
 	KORTESTW       K2, K2
 	JNZ            bf16fix90
-	BYTE $0x62; BYTE $0x72; BYTE $0x47; BYTE $0x48; BYTE $0x72; BYTE $0xc7 // VCVTNE2PS2BF16 Z7, Z7, Z8
+	BYTE $0x62; BYTE $0x52; BYTE $0x3f; BYTE $0x48; BYTE $0x72; BYTE $0xc8 // VCVTNE2PS2BF16 Z8, Z8, Z9
 
 bf16fixed91:
-	VEXTRACTI64X4 $0x00, Z8, (CX)(R8*2)
+	VPERMW.Z Z9, Z3, K1, Z8
+
+notrn89:
+	TESTQ   SI, SI
+	JZ      noweight92
+	VMOVUPS (SI)(R8*4), Z9
+	VADDPS  Z5, Z9, Z9
+	VMULPS  Z9, Z8, Z8
+
+noweight92:
+	MOVQ   job_bias+0(AX), R10
+	TESTQ  R10, R10
+	JZ     nobias93
+	VADDPS (R10)(R8*4), Z8, Z8
+
+nobias93:
+	VFPCLASSPSZ    $0xa1, Z8, K2
+	KORTESTW       K2, K2
+	JNZ            bf16fix94
+	BYTE $0x62; BYTE $0x52; BYTE $0x3f; BYTE $0x48; BYTE $0x72; BYTE $0xc8 // VCVTNE2PS2BF16 Z8, Z8, Z9
+
+bf16fixed95:
+	VEXTRACTI64X4 $0x00, Z9, (CX)(R8*2)
 	ADDQ          $0x00000010, R8
 	JMP           scaleone
 
@@ -56215,55 +57145,55 @@ scalepart:
 partout:
 	LEAQ           kmask<>+0(SB), R11
 	KMOVW          (R11)(R10*2), K2
-	VPMOVZXWD.Z    (DX)(R8*2), K2, Z7
-	VPSLLD         $0x10, Z7, Z7
-	VSUBPS         Z10, Z7, Z7
-	VMULPS         Z7, Z6, Z7
+	VPMOVZXWD.Z    (DX)(R8*2), K2, Z8
+	VPSLLD         $0x10, Z8, Z8
+	VSUBPS         Z6, Z8, Z8
+	VMULPS         Z8, Z7, Z8
 	TESTL          $0x00000008, job_flags+0(AX)
-	JZ             notrn92
-	VFPCLASSPSZ    $0xa1, Z7, K3
-	KORTESTW       K3, K3
-	JNZ            bf16fix93
-	BYTE $0x62; BYTE $0x72; BYTE $0x47; BYTE $0x48; BYTE $0x72; BYTE $0xc7 // VCVTNE2PS2BF16 Z7, Z7, Z8
-
-bf16fixed94:
-	VPERMW.Z Z8, Z3, K1, Z7
-
-notrn92:
-	TESTQ     SI, SI
-	JZ        noweight95
-	VMOVUPS.Z (SI)(R8*4), K2, Z8
-	VADDPS    Z5, Z8, Z8
-	VMULPS    Z8, Z7, Z7
-
-noweight95:
-	MOVQ      job_bias+0(AX), R11
-	TESTQ     R11, R11
-	JZ        nobias96
-	VMOVUPS.Z (R11)(R8*4), K2, Z8
-	VADDPS    Z8, Z7, Z7
-
-nobias96:
-	VFPCLASSPSZ    $0xa1, Z7, K3
+	JZ             notrn96
+	VFPCLASSPSZ    $0xa1, Z8, K3
 	KORTESTW       K3, K3
 	JNZ            bf16fix97
-	BYTE $0x62; BYTE $0x72; BYTE $0x47; BYTE $0x48; BYTE $0x72; BYTE $0xc7 // VCVTNE2PS2BF16 Z7, Z7, Z8
+	BYTE $0x62; BYTE $0x52; BYTE $0x3f; BYTE $0x48; BYTE $0x72; BYTE $0xc8 // VCVTNE2PS2BF16 Z8, Z8, Z9
 
 bf16fixed98:
-	VMOVDQU16 Z8, K2, (CX)(R8*2)
+	VPERMW.Z Z9, Z3, K1, Z8
+
+notrn96:
+	TESTQ     SI, SI
+	JZ        noweight99
+	VMOVUPS.Z (SI)(R8*4), K2, Z9
+	VADDPS    Z5, Z9, Z9
+	VMULPS    Z9, Z8, Z8
+
+noweight99:
+	MOVQ      job_bias+0(AX), R11
+	TESTQ     R11, R11
+	JZ        nobias100
+	VMOVUPS.Z (R11)(R8*4), K2, Z9
+	VADDPS    Z9, Z8, Z8
+
+nobias100:
+	VFPCLASSPSZ    $0xa1, Z8, K3
+	KORTESTW       K3, K3
+	JNZ            bf16fix101
+	BYTE $0x62; BYTE $0x52; BYTE $0x3f; BYTE $0x48; BYTE $0x72; BYTE $0xc8 // VCVTNE2PS2BF16 Z8, Z8, Z9
+
+bf16fixed102:
+	VMOVDQU16 Z9, K2, (CX)(R8*2)
 	ADDQ      R10, R8
 	CMPQ      R8, job_d+0(AX)
 	JB        scalentgo
 
 scaled:
 	ADDQ DI, DX
-	ADDQ 328(SP), CX
+	ADDQ 392(SP), CX
 	ADDQ DI, BX
-	INCQ 320(SP)
-	MOVQ 352(SP), R8
+	INCQ 384(SP)
+	MOVQ 416(SP), R8
 	INCQ R8
-	MOVQ R8, 352(SP)
-	CMPQ R8, 344(SP)
+	MOVQ R8, 416(SP)
+	CMPQ R8, 408(SP)
 	JB   scalerow
 	JMP  row
 
@@ -56274,129 +57204,113 @@ ret:
 
 vzero:
 	VZEROUPPER
-	MOVQ 320(SP), AX
+	MOVQ 384(SP), AX
 	MOVQ AX, ret+24(FP)
 	RET
 
-bf16fix3:
-	VPSRLD       $0x10, Z6, Z8
+bf16fix5:
+	VPSRLD       $0x10, Z7, Z8
 	VPANDD       Z0, Z8, Z8
 	VPADDD       Z1, Z8, Z8
-	VPADDD       Z6, Z8, Z8
-	VFPCLASSPSZ  $0x81, Z6, K2
-	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z8
-	VPSRLD       $0x10, Z7, Z6
-	VPANDD       Z0, Z6, Z6
-	VPADDD       Z1, Z6, Z6
-	VPADDD       Z7, Z6, Z6
+	VPADDD       Z7, Z8, Z8
 	VFPCLASSPSZ  $0x81, Z7, K2
-	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z6
-	VPERMT2W     Z6, Z2, Z8
-	JMP          bf16fixed4
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z8
+	VPSRLD       $0x10, Z6, Z7
+	VPANDD       Z0, Z7, Z7
+	VPADDD       Z1, Z7, Z7
+	VPADDD       Z6, Z7, Z7
+	VFPCLASSPSZ  $0x81, Z6, K2
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z7
+	VPERMT2W     Z7, Z2, Z8
+	JMP          bf16fixed6
 
-bf16fix5:
-	VPSRLD       $0x10, Z8, Z10
+bf16fix7:
+	VPSRLD       $0x10, Z9, Z10
 	VPANDD       Z0, Z10, Z10
 	VPADDD       Z1, Z10, Z10
-	VPADDD       Z8, Z10, Z10
-	VFPCLASSPSZ  $0x81, Z8, K2
+	VPADDD       Z9, Z10, Z10
+	VFPCLASSPSZ  $0x81, Z9, K2
 	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z10
+	VPSRLD       $0x10, Z6, Z9
+	VPANDD       Z0, Z9, Z9
+	VPADDD       Z1, Z9, Z9
+	VPADDD       Z6, Z9, Z9
+	VFPCLASSPSZ  $0x81, Z6, K2
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z9
+	VPERMT2W     Z9, Z2, Z10
+	JMP          bf16fixed8
+
+bf16fix9:
+	VPSRLD       $0x10, Z6, Z11
+	VPANDD       Z0, Z11, Z11
+	VPADDD       Z1, Z11, Z11
+	VPADDD       Z6, Z11, Z11
+	VFPCLASSPSZ  $0x81, Z6, K3
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K3, Z11
+	VPERMT2W     Z11, Z2, Z11
+	JMP          bf16fixed10
+
+bf16fix11:
+	VPSRLD       $0x10, Z6, Z11
+	VPANDD       Z0, Z11, Z11
+	VPADDD       Z1, Z11, Z11
+	VPADDD       Z6, Z11, Z11
+	VFPCLASSPSZ  $0x81, Z6, K3
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K3, Z11
+	VPERMT2W     Z11, Z2, Z11
+	JMP          bf16fixed12
+
+bf16fix13:
+	VPSRLD       $0x10, Z6, Z11
+	VPANDD       Z0, Z11, Z11
+	VPADDD       Z1, Z11, Z11
+	VPADDD       Z6, Z11, Z11
+	VFPCLASSPSZ  $0x81, Z6, K3
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K3, Z11
+	VPERMT2W     Z11, Z2, Z11
+	JMP          bf16fixed14
+
+bf16fix15:
+	VPSRLD       $0x10, Z6, Z11
+	VPANDD       Z0, Z11, Z11
+	VPADDD       Z1, Z11, Z11
+	VPADDD       Z6, Z11, Z11
+	VFPCLASSPSZ  $0x81, Z6, K3
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K3, Z11
+	VPERMT2W     Z11, Z2, Z11
+	JMP          bf16fixed16
+
+bf16fix17:
 	VPSRLD       $0x10, Z9, Z8
 	VPANDD       Z0, Z8, Z8
 	VPADDD       Z1, Z8, Z8
 	VPADDD       Z9, Z8, Z8
 	VFPCLASSPSZ  $0x81, Z9, K2
 	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z8
-	VPERMT2W     Z8, Z2, Z10
-	JMP          bf16fixed6
-
-bf16fix7:
-	VPSRLD       $0x10, Z10, Z11
-	VPANDD       Z0, Z11, Z11
-	VPADDD       Z1, Z11, Z11
-	VPADDD       Z10, Z11, Z11
-	VFPCLASSPSZ  $0x81, Z10, K3
-	VPBROADCASTD avx512bfnanhigh<>+0(SB), K3, Z11
-	VPERMT2W     Z11, Z2, Z11
-	JMP          bf16fixed8
-
-bf16fix9:
-	VPSRLD       $0x10, Z10, Z11
-	VPANDD       Z0, Z11, Z11
-	VPADDD       Z1, Z11, Z11
-	VPADDD       Z10, Z11, Z11
-	VFPCLASSPSZ  $0x81, Z10, K3
-	VPBROADCASTD avx512bfnanhigh<>+0(SB), K3, Z11
-	VPERMT2W     Z11, Z2, Z11
-	JMP          bf16fixed10
-
-bf16fix11:
-	VPSRLD       $0x10, Z10, Z11
-	VPANDD       Z0, Z11, Z11
-	VPADDD       Z1, Z11, Z11
-	VPADDD       Z10, Z11, Z11
-	VFPCLASSPSZ  $0x81, Z10, K3
-	VPBROADCASTD avx512bfnanhigh<>+0(SB), K3, Z11
-	VPERMT2W     Z11, Z2, Z11
-	JMP          bf16fixed12
-
-bf16fix13:
-	VPSRLD       $0x10, Z10, Z11
-	VPANDD       Z0, Z11, Z11
-	VPADDD       Z1, Z11, Z11
-	VPADDD       Z10, Z11, Z11
-	VFPCLASSPSZ  $0x81, Z10, K3
-	VPBROADCASTD avx512bfnanhigh<>+0(SB), K3, Z11
-	VPERMT2W     Z11, Z2, Z11
-	JMP          bf16fixed14
-
-bf16fix15:
-	VPSRLD       $0x10, Z8, Z7
-	VPANDD       Z0, Z7, Z7
-	VPADDD       Z1, Z7, Z7
-	VPADDD       Z8, Z7, Z7
-	VFPCLASSPSZ  $0x81, Z8, K2
-	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z7
-	VPSRLD       $0x10, Z6, Z8
-	VPANDD       Z0, Z8, Z8
-	VPADDD       Z1, Z8, Z8
-	VPADDD       Z6, Z8, Z8
-	VFPCLASSPSZ  $0x81, Z6, K2
-	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z8
-	VPERMT2W     Z8, Z2, Z7
-	JMP          bf16fixed16
-
-bf16fix17:
-	VPSRLD       $0x10, Z13, Z9
+	VPSRLD       $0x10, Z7, Z9
 	VPANDD       Z0, Z9, Z9
 	VPADDD       Z1, Z9, Z9
-	VPADDD       Z13, Z9, Z9
-	VFPCLASSPSZ  $0x81, Z13, K2
+	VPADDD       Z7, Z9, Z9
+	VFPCLASSPSZ  $0x81, Z7, K2
 	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z9
-	VPSRLD       $0x10, Z8, Z13
-	VPANDD       Z0, Z13, Z13
-	VPADDD       Z1, Z13, Z13
-	VPADDD       Z8, Z13, Z13
-	VFPCLASSPSZ  $0x81, Z8, K2
-	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z13
-	VPERMT2W     Z13, Z2, Z9
+	VPERMT2W     Z9, Z2, Z8
 	JMP          bf16fixed18
 
-bf16fix20:
-	VPSRLD       $0x10, Z15, Z14
-	VPANDD       Z0, Z14, Z14
-	VPADDD       Z1, Z14, Z14
-	VPADDD       Z15, Z14, Z14
-	VFPCLASSPSZ  $0x81, Z15, K2
-	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z14
-	VPSRLD       $0x10, Z13, Z15
-	VPANDD       Z0, Z15, Z15
-	VPADDD       Z1, Z15, Z15
-	VPADDD       Z13, Z15, Z15
+bf16fix19:
+	VPSRLD       $0x10, Z13, Z10
+	VPANDD       Z0, Z10, Z10
+	VPADDD       Z1, Z10, Z10
+	VPADDD       Z13, Z10, Z10
 	VFPCLASSPSZ  $0x81, Z13, K2
-	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z15
-	VPERMT2W     Z15, Z2, Z14
-	JMP          bf16fixed21
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z10
+	VPSRLD       $0x10, Z9, Z13
+	VPANDD       Z0, Z13, Z13
+	VPADDD       Z1, Z13, Z13
+	VPADDD       Z9, Z13, Z13
+	VFPCLASSPSZ  $0x81, Z9, K2
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z13
+	VPERMT2W     Z13, Z2, Z10
+	JMP          bf16fixed20
 
 bf16fix22:
 	VPSRLD       $0x10, Z15, Z14
@@ -56419,14 +57333,14 @@ bf16fix24:
 	VPANDD       Z0, Z14, Z14
 	VPADDD       Z1, Z14, Z14
 	VPADDD       Z15, Z14, Z14
-	VFPCLASSPSZ  $0x81, Z15, K3
-	VPBROADCASTD avx512bfnanhigh<>+0(SB), K3, Z14
+	VFPCLASSPSZ  $0x81, Z15, K2
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z14
 	VPSRLD       $0x10, Z13, Z15
 	VPANDD       Z0, Z15, Z15
 	VPADDD       Z1, Z15, Z15
 	VPADDD       Z13, Z15, Z15
-	VFPCLASSPSZ  $0x81, Z13, K3
-	VPBROADCASTD avx512bfnanhigh<>+0(SB), K3, Z15
+	VFPCLASSPSZ  $0x81, Z13, K2
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z15
 	VPERMT2W     Z15, Z2, Z14
 	JMP          bf16fixed25
 
@@ -56446,293 +57360,309 @@ bf16fix26:
 	VPERMT2W     Z15, Z2, Z14
 	JMP          bf16fixed27
 
-bf16fix37:
-	VPSRLD       $0x10, Z7, Z13
-	VPANDD       Z0, Z13, Z13
-	VPADDD       Z1, Z13, Z13
-	VPADDD       Z7, Z13, Z13
-	VFPCLASSPSZ  $0x81, Z7, K2
-	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z13
-	VPSRLD       $0x10, Z8, Z7
-	VPANDD       Z0, Z7, Z7
-	VPADDD       Z1, Z7, Z7
-	VPADDD       Z8, Z7, Z7
-	VFPCLASSPSZ  $0x81, Z8, K2
-	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z7
-	VPERMT2W     Z7, Z2, Z13
-	JMP          bf16fixed38
+bf16fix28:
+	VPSRLD       $0x10, Z15, Z14
+	VPANDD       Z0, Z14, Z14
+	VPADDD       Z1, Z14, Z14
+	VPADDD       Z15, Z14, Z14
+	VFPCLASSPSZ  $0x81, Z15, K3
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K3, Z14
+	VPSRLD       $0x10, Z13, Z15
+	VPANDD       Z0, Z15, Z15
+	VPADDD       Z1, Z15, Z15
+	VPADDD       Z13, Z15, Z15
+	VFPCLASSPSZ  $0x81, Z13, K3
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K3, Z15
+	VPERMT2W     Z15, Z2, Z14
+	JMP          bf16fixed29
 
-bf16fix39:
-	VPSRLD       $0x10, Z9, Z13
+bf16fix41:
+	VPSRLD       $0x10, Z8, Z13
 	VPANDD       Z0, Z13, Z13
 	VPADDD       Z1, Z13, Z13
-	VPADDD       Z9, Z13, Z13
-	VFPCLASSPSZ  $0x81, Z9, K2
+	VPADDD       Z8, Z13, Z13
+	VFPCLASSPSZ  $0x81, Z8, K2
 	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z13
+	VPSRLD       $0x10, Z9, Z8
+	VPANDD       Z0, Z8, Z8
+	VPADDD       Z1, Z8, Z8
+	VPADDD       Z9, Z8, Z8
+	VFPCLASSPSZ  $0x81, Z9, K2
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z8
+	VPERMT2W     Z8, Z2, Z13
+	JMP          bf16fixed42
+
+bf16fix43:
+	VPSRLD       $0x10, Z10, Z13
+	VPANDD       Z0, Z13, Z13
+	VPADDD       Z1, Z13, Z13
+	VPADDD       Z10, Z13, Z13
+	VFPCLASSPSZ  $0x81, Z10, K2
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z13
+	VPSRLD       $0x10, Z11, Z10
+	VPANDD       Z0, Z10, Z10
+	VPADDD       Z1, Z10, Z10
+	VPADDD       Z11, Z10, Z10
+	VFPCLASSPSZ  $0x81, Z11, K2
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z10
+	VPERMT2W     Z10, Z2, Z13
+	JMP          bf16fixed44
+
+bf16fix46:
+	VPSRLD       $0x10, Z8, Z13
+	VPANDD       Z0, Z13, Z13
+	VPADDD       Z1, Z13, Z13
+	VPADDD       Z8, Z13, Z13
+	VFPCLASSPSZ  $0x81, Z8, K2
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z13
+	VPSRLD       $0x10, Z9, Z8
+	VPANDD       Z0, Z8, Z8
+	VPADDD       Z1, Z8, Z8
+	VPADDD       Z9, Z8, Z8
+	VFPCLASSPSZ  $0x81, Z9, K2
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z8
+	VPERMT2W     Z8, Z2, Z13
+	JMP          bf16fixed47
+
+bf16fix48:
+	VPSRLD       $0x10, Z10, Z8
+	VPANDD       Z0, Z8, Z8
+	VPADDD       Z1, Z8, Z8
+	VPADDD       Z10, Z8, Z8
+	VFPCLASSPSZ  $0x81, Z10, K2
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z8
 	VPSRLD       $0x10, Z11, Z9
 	VPANDD       Z0, Z9, Z9
 	VPADDD       Z1, Z9, Z9
 	VPADDD       Z11, Z9, Z9
 	VFPCLASSPSZ  $0x81, Z11, K2
 	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z9
-	VPERMT2W     Z9, Z2, Z13
-	JMP          bf16fixed40
+	VPERMT2W     Z9, Z2, Z8
+	JMP          bf16fixed49
 
-bf16fix42:
-	VPSRLD       $0x10, Z7, Z13
+bf16fix53:
+	VPSRLD       $0x10, Z8, Z13
 	VPANDD       Z0, Z13, Z13
 	VPADDD       Z1, Z13, Z13
-	VPADDD       Z7, Z13, Z13
-	VFPCLASSPSZ  $0x81, Z7, K2
-	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z13
-	VPSRLD       $0x10, Z8, Z7
-	VPANDD       Z0, Z7, Z7
-	VPADDD       Z1, Z7, Z7
-	VPADDD       Z8, Z7, Z7
+	VPADDD       Z8, Z13, Z13
 	VFPCLASSPSZ  $0x81, Z8, K2
-	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z7
-	VPERMT2W     Z7, Z2, Z13
-	JMP          bf16fixed43
-
-bf16fix44:
-	VPSRLD       $0x10, Z9, Z7
-	VPANDD       Z0, Z7, Z7
-	VPADDD       Z1, Z7, Z7
-	VPADDD       Z9, Z7, Z7
-	VFPCLASSPSZ  $0x81, Z9, K2
-	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z7
-	VPSRLD       $0x10, Z11, Z8
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z13
+	VPSRLD       $0x10, Z9, Z8
 	VPANDD       Z0, Z8, Z8
 	VPADDD       Z1, Z8, Z8
-	VPADDD       Z11, Z8, Z8
-	VFPCLASSPSZ  $0x81, Z11, K2
-	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z8
-	VPERMT2W     Z8, Z2, Z7
-	JMP          bf16fixed45
-
-bf16fix49:
-	VPSRLD       $0x10, Z7, Z13
-	VPANDD       Z0, Z13, Z13
-	VPADDD       Z1, Z13, Z13
-	VPADDD       Z7, Z13, Z13
-	VFPCLASSPSZ  $0x81, Z7, K2
-	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z13
-	VPSRLD       $0x10, Z8, Z7
-	VPANDD       Z0, Z7, Z7
-	VPADDD       Z1, Z7, Z7
-	VPADDD       Z8, Z7, Z7
-	VFPCLASSPSZ  $0x81, Z8, K2
-	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z7
-	VPERMT2W     Z7, Z2, Z13
-	JMP          bf16fixed50
-
-bf16fix51:
-	VPSRLD       $0x10, Z9, Z13
-	VPANDD       Z0, Z13, Z13
-	VPADDD       Z1, Z13, Z13
-	VPADDD       Z9, Z13, Z13
+	VPADDD       Z9, Z8, Z8
 	VFPCLASSPSZ  $0x81, Z9, K2
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z8
+	VPERMT2W     Z8, Z2, Z13
+	JMP          bf16fixed54
+
+bf16fix55:
+	VPSRLD       $0x10, Z10, Z13
+	VPANDD       Z0, Z13, Z13
+	VPADDD       Z1, Z13, Z13
+	VPADDD       Z10, Z13, Z13
+	VFPCLASSPSZ  $0x81, Z10, K2
 	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z13
+	VPSRLD       $0x10, Z11, Z10
+	VPANDD       Z0, Z10, Z10
+	VPADDD       Z1, Z10, Z10
+	VPADDD       Z11, Z10, Z10
+	VFPCLASSPSZ  $0x81, Z11, K2
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z10
+	VPERMT2W     Z10, Z2, Z13
+	JMP          bf16fixed56
+
+bf16fix58:
+	VPSRLD       $0x10, Z8, Z13
+	VPANDD       Z0, Z13, Z13
+	VPADDD       Z1, Z13, Z13
+	VPADDD       Z8, Z13, Z13
+	VFPCLASSPSZ  $0x81, Z8, K2
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z13
+	VPSRLD       $0x10, Z9, Z8
+	VPANDD       Z0, Z8, Z8
+	VPADDD       Z1, Z8, Z8
+	VPADDD       Z9, Z8, Z8
+	VFPCLASSPSZ  $0x81, Z9, K2
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z8
+	VPERMT2W     Z8, Z2, Z13
+	JMP          bf16fixed59
+
+bf16fix60:
+	VPSRLD       $0x10, Z10, Z8
+	VPANDD       Z0, Z8, Z8
+	VPADDD       Z1, Z8, Z8
+	VPADDD       Z10, Z8, Z8
+	VFPCLASSPSZ  $0x81, Z10, K2
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z8
 	VPSRLD       $0x10, Z11, Z9
 	VPANDD       Z0, Z9, Z9
 	VPADDD       Z1, Z9, Z9
 	VPADDD       Z11, Z9, Z9
 	VFPCLASSPSZ  $0x81, Z11, K2
 	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z9
-	VPERMT2W     Z9, Z2, Z13
-	JMP          bf16fixed52
+	VPERMT2W     Z9, Z2, Z8
+	JMP          bf16fixed61
 
-bf16fix54:
-	VPSRLD       $0x10, Z7, Z13
+bf16fix65:
+	VPSRLD       $0x10, Z8, Z13
 	VPANDD       Z0, Z13, Z13
 	VPADDD       Z1, Z13, Z13
-	VPADDD       Z7, Z13, Z13
-	VFPCLASSPSZ  $0x81, Z7, K2
-	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z13
-	VPSRLD       $0x10, Z8, Z7
-	VPANDD       Z0, Z7, Z7
-	VPADDD       Z1, Z7, Z7
-	VPADDD       Z8, Z7, Z7
+	VPADDD       Z8, Z13, Z13
 	VFPCLASSPSZ  $0x81, Z8, K2
-	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z7
-	VPERMT2W     Z7, Z2, Z13
-	JMP          bf16fixed55
-
-bf16fix56:
-	VPSRLD       $0x10, Z9, Z7
-	VPANDD       Z0, Z7, Z7
-	VPADDD       Z1, Z7, Z7
-	VPADDD       Z9, Z7, Z7
-	VFPCLASSPSZ  $0x81, Z9, K2
-	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z7
-	VPSRLD       $0x10, Z11, Z8
-	VPANDD       Z0, Z8, Z8
-	VPADDD       Z1, Z8, Z8
-	VPADDD       Z11, Z8, Z8
-	VFPCLASSPSZ  $0x81, Z11, K2
-	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z8
-	VPERMT2W     Z8, Z2, Z7
-	JMP          bf16fixed57
-
-bf16fix61:
-	VPSRLD       $0x10, Z7, Z13
-	VPANDD       Z0, Z13, Z13
-	VPADDD       Z1, Z13, Z13
-	VPADDD       Z7, Z13, Z13
-	VFPCLASSPSZ  $0x81, Z7, K2
 	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z13
-	VPSRLD       $0x10, Z8, Z7
-	VPANDD       Z0, Z7, Z7
-	VPADDD       Z1, Z7, Z7
-	VPADDD       Z8, Z7, Z7
-	VFPCLASSPSZ  $0x81, Z8, K2
-	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z7
-	VPERMT2W     Z7, Z2, Z13
-	JMP          bf16fixed62
-
-bf16fix63:
-	VPSRLD       $0x10, Z9, Z7
-	VPANDD       Z0, Z7, Z7
-	VPADDD       Z1, Z7, Z7
-	VPADDD       Z9, Z7, Z7
+	VPSRLD       $0x10, Z9, Z8
+	VPANDD       Z0, Z8, Z8
+	VPADDD       Z1, Z8, Z8
+	VPADDD       Z9, Z8, Z8
 	VFPCLASSPSZ  $0x81, Z9, K2
-	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z7
-	VPSRLD       $0x10, Z11, Z8
-	VPANDD       Z0, Z8, Z8
-	VPADDD       Z1, Z8, Z8
-	VPADDD       Z11, Z8, Z8
-	VFPCLASSPSZ  $0x81, Z11, K2
 	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z8
-	VPERMT2W     Z8, Z2, Z7
-	JMP          bf16fixed64
+	VPERMT2W     Z8, Z2, Z13
+	JMP          bf16fixed66
 
-bf16fix66:
-	VPSRLD       $0x10, Z7, Z8
+bf16fix67:
+	VPSRLD       $0x10, Z10, Z8
 	VPANDD       Z0, Z8, Z8
 	VPADDD       Z1, Z8, Z8
-	VPADDD       Z7, Z8, Z8
-	VFPCLASSPSZ  $0x81, Z7, K2
+	VPADDD       Z10, Z8, Z8
+	VFPCLASSPSZ  $0x81, Z10, K2
 	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z8
-	VPERMT2W     Z8, Z2, Z8
-	JMP          bf16fixed67
+	VPSRLD       $0x10, Z11, Z9
+	VPANDD       Z0, Z9, Z9
+	VPADDD       Z1, Z9, Z9
+	VPADDD       Z11, Z9, Z9
+	VFPCLASSPSZ  $0x81, Z11, K2
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z9
+	VPERMT2W     Z9, Z2, Z8
+	JMP          bf16fixed68
 
 bf16fix70:
-	VPSRLD       $0x10, Z7, Z8
-	VPANDD       Z0, Z8, Z8
-	VPADDD       Z1, Z8, Z8
-	VPADDD       Z7, Z8, Z8
-	VFPCLASSPSZ  $0x81, Z7, K2
-	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z8
-	VPERMT2W     Z8, Z2, Z8
+	VPSRLD       $0x10, Z8, Z9
+	VPANDD       Z0, Z9, Z9
+	VPADDD       Z1, Z9, Z9
+	VPADDD       Z8, Z9, Z9
+	VFPCLASSPSZ  $0x81, Z8, K2
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z9
+	VPERMT2W     Z9, Z2, Z9
 	JMP          bf16fixed71
 
 bf16fix74:
-	VPSRLD       $0x10, Z7, Z13
-	VPANDD       Z0, Z13, Z13
-	VPADDD       Z1, Z13, Z13
-	VPADDD       Z7, Z13, Z13
-	VFPCLASSPSZ  $0x81, Z7, K2
-	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z13
-	VPSRLD       $0x10, Z8, Z7
-	VPANDD       Z0, Z7, Z7
-	VPADDD       Z1, Z7, Z7
-	VPADDD       Z8, Z7, Z7
+	VPSRLD       $0x10, Z8, Z9
+	VPANDD       Z0, Z9, Z9
+	VPADDD       Z1, Z9, Z9
+	VPADDD       Z8, Z9, Z9
 	VFPCLASSPSZ  $0x81, Z8, K2
-	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z7
-	VPERMT2W     Z7, Z2, Z13
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z9
+	VPERMT2W     Z9, Z2, Z9
 	JMP          bf16fixed75
 
-bf16fix76:
-	VPSRLD       $0x10, Z9, Z13
+bf16fix78:
+	VPSRLD       $0x10, Z8, Z13
 	VPANDD       Z0, Z13, Z13
 	VPADDD       Z1, Z13, Z13
-	VPADDD       Z9, Z13, Z13
-	VFPCLASSPSZ  $0x81, Z9, K2
+	VPADDD       Z8, Z13, Z13
+	VFPCLASSPSZ  $0x81, Z8, K2
 	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z13
+	VPSRLD       $0x10, Z9, Z8
+	VPANDD       Z0, Z8, Z8
+	VPADDD       Z1, Z8, Z8
+	VPADDD       Z9, Z8, Z8
+	VFPCLASSPSZ  $0x81, Z9, K2
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z8
+	VPERMT2W     Z8, Z2, Z13
+	JMP          bf16fixed79
+
+bf16fix80:
+	VPSRLD       $0x10, Z10, Z13
+	VPANDD       Z0, Z13, Z13
+	VPADDD       Z1, Z13, Z13
+	VPADDD       Z10, Z13, Z13
+	VFPCLASSPSZ  $0x81, Z10, K2
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z13
+	VPSRLD       $0x10, Z11, Z10
+	VPANDD       Z0, Z10, Z10
+	VPADDD       Z1, Z10, Z10
+	VPADDD       Z11, Z10, Z10
+	VFPCLASSPSZ  $0x81, Z11, K2
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z10
+	VPERMT2W     Z10, Z2, Z13
+	JMP          bf16fixed81
+
+bf16fix85:
+	VPSRLD       $0x10, Z8, Z13
+	VPANDD       Z0, Z13, Z13
+	VPADDD       Z1, Z13, Z13
+	VPADDD       Z8, Z13, Z13
+	VFPCLASSPSZ  $0x81, Z8, K2
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z13
+	VPSRLD       $0x10, Z9, Z8
+	VPANDD       Z0, Z8, Z8
+	VPADDD       Z1, Z8, Z8
+	VPADDD       Z9, Z8, Z8
+	VFPCLASSPSZ  $0x81, Z9, K2
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z8
+	VPERMT2W     Z8, Z2, Z13
+	JMP          bf16fixed86
+
+bf16fix87:
+	VPSRLD       $0x10, Z10, Z8
+	VPANDD       Z0, Z8, Z8
+	VPADDD       Z1, Z8, Z8
+	VPADDD       Z10, Z8, Z8
+	VFPCLASSPSZ  $0x81, Z10, K2
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z8
 	VPSRLD       $0x10, Z11, Z9
 	VPANDD       Z0, Z9, Z9
 	VPADDD       Z1, Z9, Z9
 	VPADDD       Z11, Z9, Z9
 	VFPCLASSPSZ  $0x81, Z11, K2
 	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z9
-	VPERMT2W     Z9, Z2, Z13
-	JMP          bf16fixed77
-
-bf16fix81:
-	VPSRLD       $0x10, Z7, Z13
-	VPANDD       Z0, Z13, Z13
-	VPADDD       Z1, Z13, Z13
-	VPADDD       Z7, Z13, Z13
-	VFPCLASSPSZ  $0x81, Z7, K2
-	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z13
-	VPSRLD       $0x10, Z8, Z7
-	VPANDD       Z0, Z7, Z7
-	VPADDD       Z1, Z7, Z7
-	VPADDD       Z8, Z7, Z7
-	VFPCLASSPSZ  $0x81, Z8, K2
-	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z7
-	VPERMT2W     Z7, Z2, Z13
-	JMP          bf16fixed82
-
-bf16fix83:
-	VPSRLD       $0x10, Z9, Z7
-	VPANDD       Z0, Z7, Z7
-	VPADDD       Z1, Z7, Z7
-	VPADDD       Z9, Z7, Z7
-	VFPCLASSPSZ  $0x81, Z9, K2
-	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z7
-	VPSRLD       $0x10, Z11, Z8
-	VPANDD       Z0, Z8, Z8
-	VPADDD       Z1, Z8, Z8
-	VPADDD       Z11, Z8, Z8
-	VFPCLASSPSZ  $0x81, Z11, K2
-	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z8
-	VPERMT2W     Z8, Z2, Z7
-	JMP          bf16fixed84
-
-bf16fix86:
-	VPSRLD       $0x10, Z7, Z8
-	VPANDD       Z0, Z8, Z8
-	VPADDD       Z1, Z8, Z8
-	VPADDD       Z7, Z8, Z8
-	VFPCLASSPSZ  $0x81, Z7, K2
-	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z8
-	VPERMT2W     Z8, Z2, Z8
-	JMP          bf16fixed87
+	VPERMT2W     Z9, Z2, Z8
+	JMP          bf16fixed88
 
 bf16fix90:
-	VPSRLD       $0x10, Z7, Z8
-	VPANDD       Z0, Z8, Z8
-	VPADDD       Z1, Z8, Z8
-	VPADDD       Z7, Z8, Z8
-	VFPCLASSPSZ  $0x81, Z7, K2
-	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z8
-	VPERMT2W     Z8, Z2, Z8
+	VPSRLD       $0x10, Z8, Z9
+	VPANDD       Z0, Z9, Z9
+	VPADDD       Z1, Z9, Z9
+	VPADDD       Z8, Z9, Z9
+	VFPCLASSPSZ  $0x81, Z8, K2
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z9
+	VPERMT2W     Z9, Z2, Z9
 	JMP          bf16fixed91
 
-bf16fix93:
-	VPSRLD       $0x10, Z7, Z8
-	VPANDD       Z0, Z8, Z8
-	VPADDD       Z1, Z8, Z8
-	VPADDD       Z7, Z8, Z8
-	VFPCLASSPSZ  $0x81, Z7, K3
-	VPBROADCASTD avx512bfnanhigh<>+0(SB), K3, Z8
-	VPERMT2W     Z8, Z2, Z8
-	JMP          bf16fixed94
+bf16fix94:
+	VPSRLD       $0x10, Z8, Z9
+	VPANDD       Z0, Z9, Z9
+	VPADDD       Z1, Z9, Z9
+	VPADDD       Z8, Z9, Z9
+	VFPCLASSPSZ  $0x81, Z8, K2
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z9
+	VPERMT2W     Z9, Z2, Z9
+	JMP          bf16fixed95
 
 bf16fix97:
-	VPSRLD       $0x10, Z7, Z8
-	VPANDD       Z0, Z8, Z8
-	VPADDD       Z1, Z8, Z8
-	VPADDD       Z7, Z8, Z8
-	VFPCLASSPSZ  $0x81, Z7, K3
-	VPBROADCASTD avx512bfnanhigh<>+0(SB), K3, Z8
-	VPERMT2W     Z8, Z2, Z8
+	VPSRLD       $0x10, Z8, Z9
+	VPANDD       Z0, Z9, Z9
+	VPADDD       Z1, Z9, Z9
+	VPADDD       Z8, Z9, Z9
+	VFPCLASSPSZ  $0x81, Z8, K3
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K3, Z9
+	VPERMT2W     Z9, Z2, Z9
 	JMP          bf16fixed98
+
+bf16fix101:
+	VPSRLD       $0x10, Z8, Z9
+	VPANDD       Z0, Z9, Z9
+	VPADDD       Z1, Z9, Z9
+	VPADDD       Z8, Z9, Z9
+	VFPCLASSPSZ  $0x81, Z8, K3
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K3, Z9
+	VPERMT2W     Z9, Z2, Z9
+	JMP          bf16fixed102
 
 // func avx512bf16ForwardLayerToBF16(j uintptr, from int, to int) int
 // Requires: AVX, AVX512BF16, AVX512BW, AVX512DQ, AVX512F, MMX+
-TEXT ·avx512bf16ForwardLayerToBF16(SB), NOSPLIT, $384-32
+TEXT ·avx512bf16ForwardLayerToBF16(SB), NOSPLIT, $448-32
 	// avx512bf16ForwardLayerToBF16 normalizes rows [from, to) of the job: LayerNorm on float32 rows into BF16 rows: y = round16(((x-m)*inv)*w + b), round16(((x-m)*inv)*(1+w) + b) with flagOffset, or round16((x-m)*inv + b) with w nil (with flagRN and a weight, round16((x-m)*inv) in place of ((x-m)*inv)), m the row's mean with flagCenter (else +0; stored to mean[r] when mean is not nil), b the bias (nothing added when it is nil), for each row; with res, h = x + res and res = h per element first, and h in place of x.
 	// It stops before the first row that needs the float64 path and returns that row's index, or to.
 	MOVQ  j+0(FP), AX
@@ -56749,7 +57679,7 @@ rowsset:
 	SHLQ         $0x02, DI
 	MOVQ         job_dstStride+0(AX), R8
 	SHLQ         $0x01, R8
-	MOVQ         R8, 328(SP)
+	MOVQ         R8, 392(SP)
 	VMOVDQU64    oddwords<>+0(SB), Z2
 	VPBROADCASTD avx512bfone<>+0(SB), Z0
 	VPBROADCASTD avx512bfbias<>+0(SB), Z1
@@ -56762,7 +57692,7 @@ rowsset:
 	MOVQ       job_d+0(AX), R8
 	VMOVSS     one<>+0(SB), X5
 	VCVTSI2SSQ R8, X5, X5
-	VMOVSS     X5, 376(SP)
+	VMOVSS     X5, 440(SP)
 	XORL       R10, R10
 	LEAQ       -1(R8), R9
 	TESTQ      R8, R9
@@ -56773,7 +57703,7 @@ rowsset:
 	SHLL       $0x17, R10
 
 notpow2:
-	MOVL         R10, 380(SP)
+	MOVL         R10, 444(SP)
 	VBROADCASTSS one<>+0(SB), Z5
 	TESTL        $0x00000010, job_flags+0(AX)
 	JNZ          weightadd1
@@ -56782,118 +57712,178 @@ notpow2:
 weightadd1:
 	// Start at row from.
 	MOVQ  from+8(FP), R8
-	MOVQ  R8, 320(SP)
-	MOVQ  $0x00000000, 336(SP)
+	MOVQ  R8, 384(SP)
+	MOVQ  $0x00000000, 400(SP)
 	MOVQ  R8, R9
-	IMULQ 328(SP), R9
+	IMULQ 392(SP), R9
 	ADDQ  R9, CX
 	IMULQ DI, R8
 	ADDQ  R8, DX
 	ADDQ  R8, BX
 
 row:
-	MOVQ  320(SP), R8
+	MOVQ  384(SP), R8
 	CMPQ  R8, to+16(FP)
 	JAE   ret
-	MOVQ  $0x00000001, 344(SP)
+	MOVQ  $0x00000001, 408(SP)
 	CMPQ  job_res+0(AX), $0x00
 	JNE   addsum
+	TESTL $0x00000200, job_flags+0(AX)
+	JZ    sum
+	CMPQ  400(SP), $0x00
+	JE    trygroup
+	DECQ  400(SP)
+	JMP   sum
+
+trygroup:
+	CMPQ job_d+0(AX), $0x00000200
+	JA   sum
+	MOVQ to+16(FP), R8
+	SUBQ 384(SP), R8
+	CMPQ R8, $0x04
+	JB   sum
+	MOVQ $0x00000004, 408(SP)
+
+sum:
 	TESTL $0x00000020, job_flags+0(AX)
 	JZ    nocenter
 	MOVQ  DX, R8
+	XORQ  R9, R9
 
+meanrow:
 	// Sum of the elements: element i goes to partial i%64.
-	MOVQ    job_d+0(AX), R10
-	SUBQ    $0x00000040, R10
+	MOVQ    job_d+0(AX), R11
+	SUBQ    $0x00000040, R11
 	JGE     firstblock
-	VMOVUPS zero64<>+0(SB), Z6
 	VMOVUPS zero64<>+0(SB), Z7
 	VMOVUPS zero64<>+0(SB), Z8
 	VMOVUPS zero64<>+0(SB), Z9
-	XORQ    R9, R9
+	VMOVUPS zero64<>+0(SB), Z10
+	XORQ    R10, R10
 	JMP     sumtail
 
 firstblock:
 	// +0 + square is the square itself: the first block initializes the partials.
-	XORQ    R9, R9
-	VMOVUPS (R8)(R9*4), Z6
-	VADDPS  zero64<>+0(SB), Z6, Z6
-	VMOVUPS 64(R8)(R9*4), Z7
+	XORQ    R10, R10
+	VMOVUPS (R8)(R10*4), Z7
 	VADDPS  zero64<>+0(SB), Z7, Z7
-	VMOVUPS 128(R8)(R9*4), Z8
+	VMOVUPS 64(R8)(R10*4), Z8
 	VADDPS  zero64<>+0(SB), Z8, Z8
-	VMOVUPS 192(R8)(R9*4), Z9
+	VMOVUPS 128(R8)(R10*4), Z9
 	VADDPS  zero64<>+0(SB), Z9, Z9
-	MOVQ    $0x00000040, R9
+	VMOVUPS 192(R8)(R10*4), Z10
+	VADDPS  zero64<>+0(SB), Z10, Z10
+	MOVQ    $0x00000040, R10
 
 	PCALIGN $32
 sumloop:
-	CMPQ    R9, R10
+	CMPQ    R10, R11
 	JG      sumtail
-	VMOVUPS (R8)(R9*4), Z10
-	VADDPS  Z10, Z6, Z6
-	VMOVUPS 64(R8)(R9*4), Z10
-	VADDPS  Z10, Z7, Z7
-	VMOVUPS 128(R8)(R9*4), Z10
-	VADDPS  Z10, Z8, Z8
-	VMOVUPS 192(R8)(R9*4), Z10
-	VADDPS  Z10, Z9, Z9
-	ADDQ    $0x00000040, R9
+	VMOVUPS (R8)(R10*4), Z11
+	VADDPS  Z11, Z7, Z7
+	VMOVUPS 64(R8)(R10*4), Z11
+	VADDPS  Z11, Z8, Z8
+	VMOVUPS 128(R8)(R10*4), Z11
+	VADDPS  Z11, Z9, Z9
+	VMOVUPS 192(R8)(R10*4), Z11
+	VADDPS  Z11, Z10, Z10
+	ADDQ    $0x00000040, R10
 	JMP     sumloop
 
 sumtail:
 	// Fewer than 64 elements remain (AVX2, 16-bit: or i is past d, the copied end summed).
-	MOVQ job_d+0(AX), R10
-	SUBQ R9, R10
+	MOVQ job_d+0(AX), R11
+	SUBQ R10, R11
 	JZ   summed
-	LEAQ kmask<>+0(SB), R11
-	MOVQ R10, R12
-	CMPQ R12, $0x00000010
+	LEAQ kmask<>+0(SB), R12
+	MOVQ R11, R13
+	CMPQ R13, $0x00000010
 	JLE  tailmask0
-	MOVQ $0x00000010, R12
+	MOVQ $0x00000010, R13
 
 tailmask0:
-	KMOVW     (R11)(R12*2), K2
-	VMOVUPS.Z (R8)(R9*4), K2, Z10
-	VADDPS    Z10, Z6, Z6
-	MOVQ      R10, R12
-	SUBQ      $0x00000010, R12
+	KMOVW     (R12)(R13*2), K2
+	VMOVUPS.Z (R8)(R10*4), K2, Z11
+	VADDPS    Z11, Z7, Z7
+	MOVQ      R11, R13
+	SUBQ      $0x00000010, R13
 	JLE       summed
-	CMPQ      R12, $0x00000010
+	CMPQ      R13, $0x00000010
 	JLE       tailmask1
-	MOVQ      $0x00000010, R12
+	MOVQ      $0x00000010, R13
 
 tailmask1:
-	KMOVW     (R11)(R12*2), K2
-	VMOVUPS.Z 64(R8)(R9*4), K2, Z10
-	VADDPS    Z10, Z7, Z7
-	MOVQ      R10, R12
-	SUBQ      $0x00000020, R12
+	KMOVW     (R12)(R13*2), K2
+	VMOVUPS.Z 64(R8)(R10*4), K2, Z11
+	VADDPS    Z11, Z8, Z8
+	MOVQ      R11, R13
+	SUBQ      $0x00000020, R13
 	JLE       summed
-	CMPQ      R12, $0x00000010
+	CMPQ      R13, $0x00000010
 	JLE       tailmask2
-	MOVQ      $0x00000010, R12
+	MOVQ      $0x00000010, R13
 
 tailmask2:
-	KMOVW     (R11)(R12*2), K2
-	VMOVUPS.Z 128(R8)(R9*4), K2, Z10
-	VADDPS    Z10, Z8, Z8
-	SUBQ      $0x00000030, R10
+	KMOVW     (R12)(R13*2), K2
+	VMOVUPS.Z 128(R8)(R10*4), K2, Z11
+	VADDPS    Z11, Z9, Z9
+	SUBQ      $0x00000030, R11
 	JLE       summed
-	CMPQ      R10, $0x00000010
+	CMPQ      R11, $0x00000010
 	JLE       tailmask3
-	MOVQ      $0x00000010, R10
+	MOVQ      $0x00000010, R11
 
 tailmask3:
-	KMOVW     (R11)(R10*2), K2
-	VMOVUPS.Z 192(R8)(R9*4), K2, Z10
-	VADDPS    Z10, Z9, Z9
+	KMOVW     (R12)(R11*2), K2
+	VMOVUPS.Z 192(R8)(R10*4), K2, Z11
+	VADDPS    Z11, Z10, Z10
 
 summed:
-	VADDPS Z8, Z6, Z6
-	VADDPS Z9, Z7, Z7
-	VADDPS Z7, Z6, Z6
-	JMP    mean
+	VADDPS  Z9, Z7, Z7
+	VADDPS  Z10, Z8, Z8
+	VADDPS  Z8, Z7, Z7
+	CMPQ    408(SP), $0x01
+	JE      mean
+	VMOVUPS Z7, (SP)(R9*1)
+	ADDQ    DI, R8
+	ADDQ    $0x00000040, R9
+	CMPQ    R9, $0x00000100
+	JB      meanrow
+
+	// The rest of the halving tree for the group's sums, and their means.
+	VMOVUPS       (SP), Z7
+	VMOVUPS       64(SP), Z8
+	VMOVUPS       128(SP), Z9
+	VMOVUPS       192(SP), Z10
+	VSHUFF64X2    $0x44, Z8, Z7, Z11
+	VSHUFF64X2    $0xee, Z8, Z7, Z7
+	VADDPS        Z7, Z11, Z11
+	VSHUFF64X2    $0x44, Z10, Z9, Z7
+	VSHUFF64X2    $0xee, Z10, Z9, Z8
+	VADDPS        Z8, Z7, Z7
+	VSHUFF32X4    $0x88, Z7, Z11, Z8
+	VSHUFF32X4    $0xdd, Z7, Z11, Z7
+	VADDPS        Z7, Z8, Z8
+	VPERMILPS     $0x4e, Z8, Z7
+	VADDPS        Z7, Z8, Z8
+	VPERMILPS     $0xb1, Z8, Z7
+	VADDPS        Z7, Z8, Z8
+	MOVL          $0x00001111, R8
+	KMOVW         R8, K2
+	VCOMPRESSPS.Z Z8, K2, Z7
+	CMPL          444(SP), $0x00
+	JE            divide2
+	VBROADCASTSS  444(SP), Z8
+	VMULPS        Z8, Z7, Z7
+	JMP           divided3
+
+divide2:
+	VBROADCASTSS 440(SP), Z8
+	VDIVPS       Z8, Z7, Z7
+
+divided3:
+	VMOVUPS Z7, 320(SP)
+	JMP     centered
 
 addsum:
 	MOVQ BX, R8
@@ -56903,10 +57893,10 @@ addsum:
 	MOVQ    job_d+0(AX), R11
 	SUBQ    $0x00000040, R11
 	JGE     addfirstblock
-	VMOVUPS zero64<>+0(SB), Z6
 	VMOVUPS zero64<>+0(SB), Z7
 	VMOVUPS zero64<>+0(SB), Z8
 	VMOVUPS zero64<>+0(SB), Z9
+	VMOVUPS zero64<>+0(SB), Z10
 	XORQ    R10, R10
 	JMP     addsumtail
 
@@ -56916,41 +57906,41 @@ addfirstblock:
 	VMOVUPS (R8)(R10*4), Z6
 	VADDPS  (R9)(R10*4), Z6, Z6
 	VMOVUPS Z6, (R9)(R10*4)
-	VADDPS  zero64<>+0(SB), Z6, Z6
-	VMOVUPS 64(R8)(R10*4), Z7
-	VADDPS  64(R9)(R10*4), Z7, Z7
-	VMOVUPS Z7, 64(R9)(R10*4)
-	VADDPS  zero64<>+0(SB), Z7, Z7
-	VMOVUPS 128(R8)(R10*4), Z8
-	VADDPS  128(R9)(R10*4), Z8, Z8
-	VMOVUPS Z8, 128(R9)(R10*4)
-	VADDPS  zero64<>+0(SB), Z8, Z8
-	VMOVUPS 192(R8)(R10*4), Z9
-	VADDPS  192(R9)(R10*4), Z9, Z9
-	VMOVUPS Z9, 192(R9)(R10*4)
-	VADDPS  zero64<>+0(SB), Z9, Z9
+	VADDPS  zero64<>+0(SB), Z6, Z7
+	VMOVUPS 64(R8)(R10*4), Z6
+	VADDPS  64(R9)(R10*4), Z6, Z6
+	VMOVUPS Z6, 64(R9)(R10*4)
+	VADDPS  zero64<>+0(SB), Z6, Z8
+	VMOVUPS 128(R8)(R10*4), Z6
+	VADDPS  128(R9)(R10*4), Z6, Z6
+	VMOVUPS Z6, 128(R9)(R10*4)
+	VADDPS  zero64<>+0(SB), Z6, Z9
+	VMOVUPS 192(R8)(R10*4), Z6
+	VADDPS  192(R9)(R10*4), Z6, Z6
+	VMOVUPS Z6, 192(R9)(R10*4)
+	VADDPS  zero64<>+0(SB), Z6, Z10
 	MOVQ    $0x00000040, R10
 
 	PCALIGN $32
 addsumloop:
 	CMPQ    R10, R11
 	JG      addsumtail
-	VMOVUPS (R8)(R10*4), Z10
-	VADDPS  (R9)(R10*4), Z10, Z10
-	VMOVUPS Z10, (R9)(R10*4)
-	VADDPS  Z10, Z6, Z6
-	VMOVUPS 64(R8)(R10*4), Z10
-	VADDPS  64(R9)(R10*4), Z10, Z10
-	VMOVUPS Z10, 64(R9)(R10*4)
-	VADDPS  Z10, Z7, Z7
-	VMOVUPS 128(R8)(R10*4), Z10
-	VADDPS  128(R9)(R10*4), Z10, Z10
-	VMOVUPS Z10, 128(R9)(R10*4)
-	VADDPS  Z10, Z8, Z8
-	VMOVUPS 192(R8)(R10*4), Z10
-	VADDPS  192(R9)(R10*4), Z10, Z10
-	VMOVUPS Z10, 192(R9)(R10*4)
-	VADDPS  Z10, Z9, Z9
+	VMOVUPS (R8)(R10*4), Z6
+	VADDPS  (R9)(R10*4), Z6, Z6
+	VMOVUPS Z6, (R9)(R10*4)
+	VADDPS  Z6, Z7, Z7
+	VMOVUPS 64(R8)(R10*4), Z6
+	VADDPS  64(R9)(R10*4), Z6, Z6
+	VMOVUPS Z6, 64(R9)(R10*4)
+	VADDPS  Z6, Z8, Z8
+	VMOVUPS 128(R8)(R10*4), Z6
+	VADDPS  128(R9)(R10*4), Z6, Z6
+	VMOVUPS Z6, 128(R9)(R10*4)
+	VADDPS  Z6, Z9, Z9
+	VMOVUPS 192(R8)(R10*4), Z6
+	VADDPS  192(R9)(R10*4), Z6, Z6
+	VMOVUPS Z6, 192(R9)(R10*4)
+	VADDPS  Z6, Z10, Z10
 	ADDQ    $0x00000040, R10
 	JMP     addsumloop
 
@@ -56967,11 +57957,11 @@ addsumtail:
 
 addtailmask0:
 	KMOVW     (R12)(R13*2), K2
-	VMOVUPS.Z (R8)(R10*4), K2, Z10
+	VMOVUPS.Z (R8)(R10*4), K2, Z6
 	VMOVUPS.Z (R9)(R10*4), K2, Z11
-	VADDPS    Z11, Z10, Z10
-	VMOVUPS   Z10, K2, (R9)(R10*4)
-	VADDPS    Z10, Z6, Z6
+	VADDPS    Z11, Z6, Z6
+	VMOVUPS   Z6, K2, (R9)(R10*4)
+	VADDPS    Z6, Z7, Z7
 	MOVQ      R11, R13
 	SUBQ      $0x00000010, R13
 	JLE       addsummed
@@ -56981,11 +57971,11 @@ addtailmask0:
 
 addtailmask1:
 	KMOVW     (R12)(R13*2), K2
-	VMOVUPS.Z 64(R8)(R10*4), K2, Z10
+	VMOVUPS.Z 64(R8)(R10*4), K2, Z6
 	VMOVUPS.Z 64(R9)(R10*4), K2, Z11
-	VADDPS    Z11, Z10, Z10
-	VMOVUPS   Z10, K2, 64(R9)(R10*4)
-	VADDPS    Z10, Z7, Z7
+	VADDPS    Z11, Z6, Z6
+	VMOVUPS   Z6, K2, 64(R9)(R10*4)
+	VADDPS    Z6, Z8, Z8
 	MOVQ      R11, R13
 	SUBQ      $0x00000020, R13
 	JLE       addsummed
@@ -56995,11 +57985,11 @@ addtailmask1:
 
 addtailmask2:
 	KMOVW     (R12)(R13*2), K2
-	VMOVUPS.Z 128(R8)(R10*4), K2, Z10
+	VMOVUPS.Z 128(R8)(R10*4), K2, Z6
 	VMOVUPS.Z 128(R9)(R10*4), K2, Z11
-	VADDPS    Z11, Z10, Z10
-	VMOVUPS   Z10, K2, 128(R9)(R10*4)
-	VADDPS    Z10, Z8, Z8
+	VADDPS    Z11, Z6, Z6
+	VMOVUPS   Z6, K2, 128(R9)(R10*4)
+	VADDPS    Z6, Z9, Z9
 	SUBQ      $0x00000030, R11
 	JLE       addsummed
 	CMPQ      R11, $0x00000010
@@ -57008,219 +57998,238 @@ addtailmask2:
 
 addtailmask3:
 	KMOVW     (R12)(R11*2), K2
-	VMOVUPS.Z 192(R8)(R10*4), K2, Z10
+	VMOVUPS.Z 192(R8)(R10*4), K2, Z6
 	VMOVUPS.Z 192(R9)(R10*4), K2, Z11
-	VADDPS    Z11, Z10, Z10
-	VMOVUPS   Z10, K2, 192(R9)(R10*4)
-	VADDPS    Z10, Z9, Z9
+	VADDPS    Z11, Z6, Z6
+	VMOVUPS   Z6, K2, 192(R9)(R10*4)
+	VADDPS    Z6, Z10, Z10
 
 addsummed:
-	VADDPS Z8, Z6, Z6
 	VADDPS Z9, Z7, Z7
-	VADDPS Z7, Z6, Z6
+	VADDPS Z10, Z8, Z8
+	VADDPS Z8, Z7, Z7
 
 mean:
-	VSHUFF64X2 $0xee, Z6, Z6, Z7
-	VADDPS     Z7, Z6, Z6
-	VSHUFF32X4 $0x01, Z6, Z6, Z7
-	VADDPS     Z7, Z6, Z6
-	VPERMILPS  $0x4e, Z6, Z7
-	VADDPS     Z7, Z6, Z6
-	VPERMILPS  $0xb1, Z6, Z7
-	VADDPS     Z7, Z6, Z6
+	VSHUFF64X2 $0xee, Z7, Z7, Z6
+	VADDPS     Z6, Z7, Z7
+	VSHUFF32X4 $0x01, Z7, Z7, Z6
+	VADDPS     Z6, Z7, Z7
+	VPERMILPS  $0x4e, Z7, Z6
+	VADDPS     Z6, Z7, Z7
+	VPERMILPS  $0xb1, Z7, Z6
+	VADDPS     Z6, Z7, Z7
 	TESTL      $0x00000020, job_flags+0(AX)
 	JZ         nocenter
 
 	// A row whose sum is not finite (s-s is NaN) takes the float64 path; else m = s/d.
-	VSUBSS   X6, X6, X7
-	VUCOMISS X7, X7
+	VSUBSS   X7, X7, X6
+	VUCOMISS X6, X6
 	JPS      ret
-	CMPL     380(SP), $0x00
-	JE       divide2
-	VMULSS   380(SP), X6, X7
-	JMP      divided3
+	CMPL     444(SP), $0x00
+	JE       divide4
+	VMULSS   444(SP), X7, X6
+	JMP      divided5
 
-divide2:
-	VDIVSS 376(SP), X6, X7
+divide4:
+	VDIVSS 440(SP), X7, X6
 
-divided3:
-	VBROADCASTSS X7, Z10
+divided5:
+	VBROADCASTSS X6, Z6
 	JMP          centered
 
 nocenter:
-	VMOVUPS zero64<>+0(SB), Z10
+	VMOVUPS zero64<>+0(SB), Z6
+	VMOVUPS Z6, 320(SP)
 
 centered:
 	MOVQ DX, R8
+	XORQ R9, R9
+	CMPQ 408(SP), $0x01
+	JE   sqrow
 
+sqnext:
+	MOVQ         R9, R10
+	SHRQ         $0x06, R10
+	VBROADCASTSS 320(SP)(R10*4), Z6
+
+sqrow:
 	// Sum of the squares of x - m: element i goes to partial i%64.
-	MOVQ    job_d+0(AX), R10
-	SUBQ    $0x00000040, R10
+	MOVQ    job_d+0(AX), R11
+	SUBQ    $0x00000040, R11
 	JGE     sqfirstblock
-	VMOVUPS zero64<>+0(SB), Z6
 	VMOVUPS zero64<>+0(SB), Z7
 	VMOVUPS zero64<>+0(SB), Z8
 	VMOVUPS zero64<>+0(SB), Z9
-	XORQ    R9, R9
+	VMOVUPS zero64<>+0(SB), Z10
+	XORQ    R10, R10
 	JMP     sqsumtail
 
 sqfirstblock:
 	// +0 + square is the square itself: the first block initializes the partials.
-	XORQ    R9, R9
-	VMOVUPS (R8)(R9*4), Z6
-	VSUBPS  Z10, Z6, Z6
-	VMULPS  Z6, Z6, Z6
-	VMOVUPS 64(R8)(R9*4), Z7
-	VSUBPS  Z10, Z7, Z7
+	XORQ    R10, R10
+	VMOVUPS (R8)(R10*4), Z7
+	VSUBPS  Z6, Z7, Z7
 	VMULPS  Z7, Z7, Z7
-	VMOVUPS 128(R8)(R9*4), Z8
-	VSUBPS  Z10, Z8, Z8
+	VMOVUPS 64(R8)(R10*4), Z8
+	VSUBPS  Z6, Z8, Z8
 	VMULPS  Z8, Z8, Z8
-	VMOVUPS 192(R8)(R9*4), Z9
-	VSUBPS  Z10, Z9, Z9
+	VMOVUPS 128(R8)(R10*4), Z9
+	VSUBPS  Z6, Z9, Z9
 	VMULPS  Z9, Z9, Z9
-	MOVQ    $0x00000040, R9
+	VMOVUPS 192(R8)(R10*4), Z10
+	VSUBPS  Z6, Z10, Z10
+	VMULPS  Z10, Z10, Z10
+	MOVQ    $0x00000040, R10
 
 	// With flagPF, the rows ahead are prefetched: one loop for both, the flag tested per block.
-	MOVQ DI, R11
+	MOVQ DI, R12
 	CMPQ job_d+0(AX), $0x00000200
-	JA   longrows4
-	SHLQ $0x03, R11
+	JA   longrows6
+	SHLQ $0x03, R12
 
-longrows4:
-	ADDQ R8, R11
-	MOVL job_flags+0(AX), R12
+longrows6:
+	ADDQ R8, R12
+	MOVL job_flags+0(AX), R13
 
 	PCALIGN $32
 sqsumloop:
-	CMPQ  R9, R10
+	CMPQ  R10, R11
 	JG    sqsumtail
-	TESTL $0x00000002, R12
+	TESTL $0x00000002, R13
 	JNZ   sqsumpf
 
 sqsumblock:
-	VMOVUPS (R8)(R9*4), Z11
-	VSUBPS  Z10, Z11, Z11
-	VMULPS  Z11, Z11, Z11
-	VADDPS  Z11, Z6, Z6
-	VMOVUPS 64(R8)(R9*4), Z11
-	VSUBPS  Z10, Z11, Z11
+	VMOVUPS (R8)(R10*4), Z11
+	VSUBPS  Z6, Z11, Z11
 	VMULPS  Z11, Z11, Z11
 	VADDPS  Z11, Z7, Z7
-	VMOVUPS 128(R8)(R9*4), Z11
-	VSUBPS  Z10, Z11, Z11
+	VMOVUPS 64(R8)(R10*4), Z11
+	VSUBPS  Z6, Z11, Z11
 	VMULPS  Z11, Z11, Z11
 	VADDPS  Z11, Z8, Z8
-	VMOVUPS 192(R8)(R9*4), Z11
-	VSUBPS  Z10, Z11, Z11
+	VMOVUPS 128(R8)(R10*4), Z11
+	VSUBPS  Z6, Z11, Z11
 	VMULPS  Z11, Z11, Z11
 	VADDPS  Z11, Z9, Z9
-	ADDQ    $0x00000040, R9
+	VMOVUPS 192(R8)(R10*4), Z11
+	VSUBPS  Z6, Z11, Z11
+	VMULPS  Z11, Z11, Z11
+	VADDPS  Z11, Z10, Z10
+	ADDQ    $0x00000040, R10
 	JMP     sqsumloop
 
 	// Out of the loop's way: the prefetches, whose flag is usually clear.
 sqsumpf:
-	PREFETCHT0 (R11)(R9*4)
-	PREFETCHT0 64(R11)(R9*4)
-	PREFETCHT0 128(R11)(R9*4)
-	PREFETCHT0 192(R11)(R9*4)
+	PREFETCHT0 (R12)(R10*4)
+	PREFETCHT0 64(R12)(R10*4)
+	PREFETCHT0 128(R12)(R10*4)
+	PREFETCHT0 192(R12)(R10*4)
 	JMP        sqsumblock
 
 sqsumtail:
 	// Fewer than 64 elements remain (AVX2, 16-bit: or i is past d, the copied end summed).
-	MOVQ job_d+0(AX), R10
-	SUBQ R9, R10
+	MOVQ job_d+0(AX), R11
+	SUBQ R10, R11
 	JZ   sqsummed
-	LEAQ kmask<>+0(SB), R11
-	MOVQ R10, R12
-	CMPQ R12, $0x00000010
+	LEAQ kmask<>+0(SB), R12
+	MOVQ R11, R13
+	CMPQ R13, $0x00000010
 	JLE  sqtailmask0
-	MOVQ $0x00000010, R12
+	MOVQ $0x00000010, R13
 
 sqtailmask0:
-	KMOVW     (R11)(R12*2), K2
-	VMOVUPS.Z (R8)(R9*4), K2, Z11
-	VSUBPS.Z  Z10, Z11, K2, Z11
-	VMULPS    Z11, Z11, Z11
-	VADDPS    Z11, Z6, Z6
-	MOVQ      R10, R12
-	SUBQ      $0x00000010, R12
-	JLE       sqsummed
-	CMPQ      R12, $0x00000010
-	JLE       sqtailmask1
-	MOVQ      $0x00000010, R12
-
-sqtailmask1:
-	KMOVW     (R11)(R12*2), K2
-	VMOVUPS.Z 64(R8)(R9*4), K2, Z11
-	VSUBPS.Z  Z10, Z11, K2, Z11
+	KMOVW     (R12)(R13*2), K2
+	VMOVUPS.Z (R8)(R10*4), K2, Z11
+	VSUBPS.Z  Z6, Z11, K2, Z11
 	VMULPS    Z11, Z11, Z11
 	VADDPS    Z11, Z7, Z7
-	MOVQ      R10, R12
-	SUBQ      $0x00000020, R12
+	MOVQ      R11, R13
+	SUBQ      $0x00000010, R13
 	JLE       sqsummed
-	CMPQ      R12, $0x00000010
-	JLE       sqtailmask2
-	MOVQ      $0x00000010, R12
+	CMPQ      R13, $0x00000010
+	JLE       sqtailmask1
+	MOVQ      $0x00000010, R13
 
-sqtailmask2:
-	KMOVW     (R11)(R12*2), K2
-	VMOVUPS.Z 128(R8)(R9*4), K2, Z11
-	VSUBPS.Z  Z10, Z11, K2, Z11
+sqtailmask1:
+	KMOVW     (R12)(R13*2), K2
+	VMOVUPS.Z 64(R8)(R10*4), K2, Z11
+	VSUBPS.Z  Z6, Z11, K2, Z11
 	VMULPS    Z11, Z11, Z11
 	VADDPS    Z11, Z8, Z8
-	SUBQ      $0x00000030, R10
+	MOVQ      R11, R13
+	SUBQ      $0x00000020, R13
 	JLE       sqsummed
-	CMPQ      R10, $0x00000010
-	JLE       sqtailmask3
-	MOVQ      $0x00000010, R10
+	CMPQ      R13, $0x00000010
+	JLE       sqtailmask2
+	MOVQ      $0x00000010, R13
 
-sqtailmask3:
-	KMOVW     (R11)(R10*2), K2
-	VMOVUPS.Z 192(R8)(R9*4), K2, Z11
-	VSUBPS.Z  Z10, Z11, K2, Z11
+sqtailmask2:
+	KMOVW     (R12)(R13*2), K2
+	VMOVUPS.Z 128(R8)(R10*4), K2, Z11
+	VSUBPS.Z  Z6, Z11, K2, Z11
 	VMULPS    Z11, Z11, Z11
 	VADDPS    Z11, Z9, Z9
+	SUBQ      $0x00000030, R11
+	JLE       sqsummed
+	CMPQ      R11, $0x00000010
+	JLE       sqtailmask3
+	MOVQ      $0x00000010, R11
+
+sqtailmask3:
+	KMOVW     (R12)(R11*2), K2
+	VMOVUPS.Z 192(R8)(R10*4), K2, Z11
+	VSUBPS.Z  Z6, Z11, K2, Z11
+	VMULPS    Z11, Z11, Z11
+	VADDPS    Z11, Z10, Z10
 
 sqsummed:
-	VADDPS Z8, Z6, Z6
-	VADDPS Z9, Z7, Z7
-	VADDPS Z7, Z6, Z6
+	VADDPS  Z9, Z7, Z7
+	VADDPS  Z10, Z8, Z8
+	VADDPS  Z8, Z7, Z7
+	CMPQ    408(SP), $0x01
+	JE      invone
+	VMOVUPS Z7, (SP)(R9*1)
+	ADDQ    DI, R8
+	ADDQ    $0x00000040, R9
+	CMPQ    R9, $0x00000100
+	JB      sqnext
+	JMP     invgroup
 
+invone:
 	// Halving tree: p[j] += p[j+h] for the remaining h, down to ss.
-	VSHUFF64X2 $0xee, Z6, Z6, Z7
-	VADDPS     Z7, Z6, Z6
-	VSHUFF32X4 $0x01, Z6, Z6, Z7
-	VADDPS     Z7, Z6, Z6
-	VPERMILPS  $0x4e, Z6, Z7
-	VADDPS     Z7, Z6, Z6
-	VPERMILPS  $0xb1, Z6, Z7
-	VADDPS     Z7, Z6, Z6
+	VSHUFF64X2 $0xee, Z7, Z7, Z8
+	VADDPS     Z8, Z7, Z7
+	VSHUFF32X4 $0x01, Z7, Z7, Z8
+	VADDPS     Z8, Z7, Z7
+	VPERMILPS  $0x4e, Z7, Z8
+	VADDPS     Z8, Z7, Z7
+	VPERMILPS  $0xb1, Z7, Z8
+	VADDPS     Z8, Z7, Z7
 
 	// t = ss/d + eps; rows with t outside [2^-100, MaxFloat32] take the float64 path.
-	CMPL   380(SP), $0x00
-	JE     divide5
-	VMULSS 380(SP), X6, X6
-	JMP    divided6
+	CMPL   444(SP), $0x00
+	JE     divide7
+	VMULSS 444(SP), X7, X7
+	JMP    divided8
 
-divide5:
-	VDIVSS 376(SP), X6, X6
+divide7:
+	VDIVSS 440(SP), X7, X7
 
-divided6:
-	VADDSS   job_eps+0(AX), X6, X6
-	VUCOMISS tlo<>+0(SB), X6
+divided8:
+	VADDSS   job_eps+0(AX), X7, X7
+	VUCOMISS tlo<>+0(SB), X7
 	JCS      ret
-	VUCOMISS tmax<>+0(SB), X6
+	VUCOMISS tmax<>+0(SB), X7
 	JHI      ret
-	VSQRTSS  X6, X6, X6
+	VSQRTSS  X7, X7, X7
 	VMOVSS   one<>+0(SB), X12
-	VDIVSS   X6, X12, X12
+	VDIVSS   X7, X12, X12
 
 	// Report 1/rms if asked.
 	MOVQ   job_inv+0(AX), R8
 	TESTQ  R8, R8
 	JZ     reportmean
-	MOVQ   320(SP), R9
+	MOVQ   384(SP), R9
 	VMOVSS X12, (R8)(R9*4)
 
 reportmean:
@@ -57228,19 +58237,95 @@ reportmean:
 	MOVQ   job_mean+0(AX), R8
 	TESTQ  R8, R8
 	JZ     scale
-	MOVQ   320(SP), R9
-	VMOVSS X10, (R8)(R9*4)
+	MOVQ   384(SP), R9
+	VMOVSS X6, (R8)(R9*4)
+	JMP    scale
+
+invgroup:
+	// The rest of the halving tree, four rows at once.
+	VMOVUPS       (SP), Z7
+	VMOVUPS       64(SP), Z8
+	VMOVUPS       128(SP), Z9
+	VMOVUPS       192(SP), Z10
+	VSHUFF64X2    $0x44, Z8, Z7, Z11
+	VSHUFF64X2    $0xee, Z8, Z7, Z7
+	VADDPS        Z7, Z11, Z11
+	VSHUFF64X2    $0x44, Z10, Z9, Z7
+	VSHUFF64X2    $0xee, Z10, Z9, Z8
+	VADDPS        Z8, Z7, Z7
+	VSHUFF32X4    $0x88, Z7, Z11, Z8
+	VSHUFF32X4    $0xdd, Z7, Z11, Z7
+	VADDPS        Z7, Z8, Z8
+	VPERMILPS     $0x4e, Z8, Z7
+	VADDPS        Z7, Z8, Z8
+	VPERMILPS     $0xb1, Z8, Z7
+	VADDPS        Z7, Z8, Z8
+	MOVL          $0x00001111, R8
+	KMOVW         R8, K2
+	VCOMPRESSPS.Z Z8, K2, Z7
+
+	// t = ss/d + eps for the four rows; any t outside [2^-100, MaxFloat32] sends the group to the one-row path.
+	CMPL         444(SP), $0x00
+	JE           divide9
+	VBROADCASTSS 444(SP), Z8
+	VMULPS       Z8, Z7, Z7
+	JMP          divided10
+
+divide9:
+	VBROADCASTSS 440(SP), Z8
+	VDIVPS       Z8, Z7, Z7
+
+divided10:
+	VBROADCASTSS job_eps+0(AX), Z8
+	VADDPS       Z8, Z7, Z7
+	MOVL         $0x0000000f, R8
+	KMOVW        R8, K2
+	VBROADCASTSS tlo<>+0(SB), Z8
+	VBROADCASTSS tmax<>+0(SB), Z9
+	VCMPPS       $0x1d, Z8, Z7, K2, K2
+	VCMPPS       $0x12, Z9, Z7, K2, K2
+	KMOVW        K2, R8
+	CMPL         R8, $0x0f
+	JE           ginrange
+	MOVQ         $0x00000004, 400(SP)
+	JMP          row
+
+ginrange:
+	VSQRTPS      Z7, Z7
+	VBROADCASTSS one<>+0(SB), Z12
+	VDIVPS       Z7, Z12, Z12
+
+	// Report 1/rms if asked.
+	MOVQ    job_inv+0(AX), R8
+	TESTQ   R8, R8
+	JZ      reportmeans
+	MOVQ    384(SP), R9
+	MOVL    $0x0000000f, R10
+	KMOVW   R10, K2
+	VMOVUPS Z12, K2, (R8)(R9*4)
+
+reportmeans:
+	// Report the mean if asked.
+	MOVQ    job_mean+0(AX), R8
+	TESTQ   R8, R8
+	JZ      scale
+	MOVQ    384(SP), R9
+	VMOVUPS 320(SP), Z7
+	MOVL    $0x0000000f, R10
+	KMOVW   R10, K2
+	VMOVUPS Z7, K2, (R8)(R9*4)
 
 scale:
-	VBROADCASTSS X12, Z6
-	MOVQ         $0x00000000, 352(SP)
-	CMPQ         344(SP), $0x01
+	VBROADCASTSS X12, Z7
+	MOVQ         $0x00000000, 416(SP)
+	CMPQ         408(SP), $0x01
 	JE           scalebody
 	VMOVUPS      Z12, 256(SP)
 
 scalerow:
-	MOVQ         352(SP), R8
-	VBROADCASTSS 256(SP)(R8*4), Z6
+	MOVQ         416(SP), R8
+	VBROADCASTSS 256(SP)(R8*4), Z7
+	VBROADCASTSS 320(SP)(R8*4), Z6
 
 scalebody:
 	// y = (src*inv)*w, rounded after each multiply.
@@ -57258,69 +58343,69 @@ scalebody:
 scaleloop:
 	CMPQ           R8, R9
 	JG             scaletail
-	VMOVUPS        (DX)(R8*4), Z7
-	VSUBPS         Z10, Z7, Z7
-	VMULPS         Z6, Z7, Z7
-	VMOVUPS        64(DX)(R8*4), Z8
-	VSUBPS         Z10, Z8, Z8
-	VMULPS         Z6, Z8, Z8
-	VMOVUPS        128(DX)(R8*4), Z9
-	VSUBPS         Z10, Z9, Z9
-	VMULPS         Z6, Z9, Z9
+	VMOVUPS        (DX)(R8*4), Z8
+	VSUBPS         Z6, Z8, Z8
+	VMULPS         Z7, Z8, Z8
+	VMOVUPS        64(DX)(R8*4), Z9
+	VSUBPS         Z6, Z9, Z9
+	VMULPS         Z7, Z9, Z9
+	VMOVUPS        128(DX)(R8*4), Z10
+	VSUBPS         Z6, Z10, Z10
+	VMULPS         Z7, Z10, Z10
 	VMOVUPS        192(DX)(R8*4), Z11
-	VSUBPS         Z10, Z11, Z11
-	VMULPS         Z6, Z11, Z11
+	VSUBPS         Z6, Z11, Z11
+	VMULPS         Z7, Z11, Z11
 	TESTL          $0x00000008, job_flags+0(AX)
-	JZ             notrn7
-	VFPCLASSPSZ    $0xa1, Z7, K2
-	VFPCLASSPSZ    $0xa1, Z8, K3
+	JZ             notrn11
+	VFPCLASSPSZ    $0xa1, Z8, K2
+	VFPCLASSPSZ    $0xa1, Z9, K3
 	KORTESTW       K3, K2
-	JNZ            bf16fix8
-	BYTE $0x62; BYTE $0x72; BYTE $0x3f; BYTE $0x48; BYTE $0x72; BYTE $0xef // VCVTNE2PS2BF16 Z7, Z8, Z13
+	JNZ            bf16fix12
+	BYTE $0x62; BYTE $0x52; BYTE $0x37; BYTE $0x48; BYTE $0x72; BYTE $0xe8 // VCVTNE2PS2BF16 Z8, Z9, Z13
 
-bf16fixed9:
-	VPERMW.Z       Z13, Z3, K1, Z7
-	VPERMW.Z       Z13, Z4, K1, Z8
-	VFPCLASSPSZ    $0xa1, Z9, K2
+bf16fixed13:
+	VPERMW.Z       Z13, Z3, K1, Z8
+	VPERMW.Z       Z13, Z4, K1, Z9
+	VFPCLASSPSZ    $0xa1, Z10, K2
 	VFPCLASSPSZ    $0xa1, Z11, K3
 	KORTESTW       K3, K2
-	JNZ            bf16fix10
-	BYTE $0x62; BYTE $0x52; BYTE $0x27; BYTE $0x48; BYTE $0x72; BYTE $0xe9 // VCVTNE2PS2BF16 Z9, Z11, Z13
+	JNZ            bf16fix14
+	BYTE $0x62; BYTE $0x52; BYTE $0x27; BYTE $0x48; BYTE $0x72; BYTE $0xea // VCVTNE2PS2BF16 Z10, Z11, Z13
 
-bf16fixed11:
-	VPERMW.Z Z13, Z3, K1, Z9
+bf16fixed15:
+	VPERMW.Z Z13, Z3, K1, Z10
 	VPERMW.Z Z13, Z4, K1, Z11
 
-notrn7:
-	VMULPS (SI)(R8*4), Z7, Z7
-	VMULPS 64(SI)(R8*4), Z8, Z8
-	VMULPS 128(SI)(R8*4), Z9, Z9
+notrn11:
+	VMULPS (SI)(R8*4), Z8, Z8
+	VMULPS 64(SI)(R8*4), Z9, Z9
+	VMULPS 128(SI)(R8*4), Z10, Z10
 	VMULPS 192(SI)(R8*4), Z11, Z11
 	MOVQ   job_bias+0(AX), R10
 	TESTQ  R10, R10
-	JZ     nobias12
-	VADDPS (R10)(R8*4), Z7, Z7
-	VADDPS 64(R10)(R8*4), Z8, Z8
-	VADDPS 128(R10)(R8*4), Z9, Z9
+	JZ     nobias16
+	VADDPS (R10)(R8*4), Z8, Z8
+	VADDPS 64(R10)(R8*4), Z9, Z9
+	VADDPS 128(R10)(R8*4), Z10, Z10
 	VADDPS 192(R10)(R8*4), Z11, Z11
 
-nobias12:
-	VFPCLASSPSZ    $0xa1, Z7, K2
-	VFPCLASSPSZ    $0xa1, Z8, K3
+nobias16:
+	VFPCLASSPSZ    $0xa1, Z8, K2
+	VFPCLASSPSZ    $0xa1, Z9, K3
 	KORTESTW       K3, K2
-	JNZ            bf16fix13
-	BYTE $0x62; BYTE $0x72; BYTE $0x3f; BYTE $0x48; BYTE $0x72; BYTE $0xef // VCVTNE2PS2BF16 Z7, Z8, Z13
+	JNZ            bf16fix17
+	BYTE $0x62; BYTE $0x52; BYTE $0x37; BYTE $0x48; BYTE $0x72; BYTE $0xe8 // VCVTNE2PS2BF16 Z8, Z9, Z13
 
-bf16fixed14:
+bf16fixed18:
 	VMOVDQU64      Z13, (CX)(R8*2)
-	VFPCLASSPSZ    $0xa1, Z9, K2
+	VFPCLASSPSZ    $0xa1, Z10, K2
 	VFPCLASSPSZ    $0xa1, Z11, K3
 	KORTESTW       K3, K2
-	JNZ            bf16fix15
-	BYTE $0x62; BYTE $0xd2; BYTE $0x27; BYTE $0x48; BYTE $0x72; BYTE $0xf9 // VCVTNE2PS2BF16 Z9, Z11, Z7
+	JNZ            bf16fix19
+	BYTE $0x62; BYTE $0x52; BYTE $0x27; BYTE $0x48; BYTE $0x72; BYTE $0xc2 // VCVTNE2PS2BF16 Z10, Z11, Z8
 
-bf16fixed16:
-	VMOVDQU64 Z7, 64(CX)(R8*2)
+bf16fixed20:
+	VMOVDQU64 Z8, 64(CX)(R8*2)
 	ADDQ      $0x00000040, R8
 	JMP       scaleloop
 
@@ -57328,77 +58413,77 @@ bf16fixed16:
 scaleloopoffset:
 	CMPQ           R8, R9
 	JG             scaletail
-	VMOVUPS        (DX)(R8*4), Z7
-	VSUBPS         Z10, Z7, Z7
-	VMULPS         Z6, Z7, Z7
-	VMOVUPS        64(DX)(R8*4), Z8
-	VSUBPS         Z10, Z8, Z8
-	VMULPS         Z6, Z8, Z8
-	VMOVUPS        128(DX)(R8*4), Z9
-	VSUBPS         Z10, Z9, Z9
-	VMULPS         Z6, Z9, Z9
+	VMOVUPS        (DX)(R8*4), Z8
+	VSUBPS         Z6, Z8, Z8
+	VMULPS         Z7, Z8, Z8
+	VMOVUPS        64(DX)(R8*4), Z9
+	VSUBPS         Z6, Z9, Z9
+	VMULPS         Z7, Z9, Z9
+	VMOVUPS        128(DX)(R8*4), Z10
+	VSUBPS         Z6, Z10, Z10
+	VMULPS         Z7, Z10, Z10
 	VMOVUPS        192(DX)(R8*4), Z11
-	VSUBPS         Z10, Z11, Z11
-	VMULPS         Z6, Z11, Z11
+	VSUBPS         Z6, Z11, Z11
+	VMULPS         Z7, Z11, Z11
 	TESTL          $0x00000008, job_flags+0(AX)
-	JZ             notrn17
-	VFPCLASSPSZ    $0xa1, Z7, K2
-	VFPCLASSPSZ    $0xa1, Z8, K3
+	JZ             notrn21
+	VFPCLASSPSZ    $0xa1, Z8, K2
+	VFPCLASSPSZ    $0xa1, Z9, K3
 	KORTESTW       K3, K2
-	JNZ            bf16fix18
-	BYTE $0x62; BYTE $0x72; BYTE $0x3f; BYTE $0x48; BYTE $0x72; BYTE $0xef // VCVTNE2PS2BF16 Z7, Z8, Z13
+	JNZ            bf16fix22
+	BYTE $0x62; BYTE $0x52; BYTE $0x37; BYTE $0x48; BYTE $0x72; BYTE $0xe8 // VCVTNE2PS2BF16 Z8, Z9, Z13
 
-bf16fixed19:
-	VPERMW.Z       Z13, Z3, K1, Z7
-	VPERMW.Z       Z13, Z4, K1, Z8
-	VFPCLASSPSZ    $0xa1, Z9, K2
+bf16fixed23:
+	VPERMW.Z       Z13, Z3, K1, Z8
+	VPERMW.Z       Z13, Z4, K1, Z9
+	VFPCLASSPSZ    $0xa1, Z10, K2
 	VFPCLASSPSZ    $0xa1, Z11, K3
 	KORTESTW       K3, K2
-	JNZ            bf16fix20
-	BYTE $0x62; BYTE $0x52; BYTE $0x27; BYTE $0x48; BYTE $0x72; BYTE $0xe9 // VCVTNE2PS2BF16 Z9, Z11, Z13
+	JNZ            bf16fix24
+	BYTE $0x62; BYTE $0x52; BYTE $0x27; BYTE $0x48; BYTE $0x72; BYTE $0xea // VCVTNE2PS2BF16 Z10, Z11, Z13
 
-bf16fixed21:
-	VPERMW.Z Z13, Z3, K1, Z9
+bf16fixed25:
+	VPERMW.Z Z13, Z3, K1, Z10
 	VPERMW.Z Z13, Z4, K1, Z11
 
-notrn17:
+notrn21:
 	VMOVUPS (SI)(R8*4), Z13
 	VADDPS  Z5, Z13, Z13
-	VMULPS  Z13, Z7, Z7
+	VMULPS  Z13, Z8, Z8
 	VMOVUPS 64(SI)(R8*4), Z13
 	VADDPS  Z5, Z13, Z13
-	VMULPS  Z13, Z8, Z8
+	VMULPS  Z13, Z9, Z9
 	VMOVUPS 128(SI)(R8*4), Z13
 	VADDPS  Z5, Z13, Z13
-	VMULPS  Z13, Z9, Z9
+	VMULPS  Z13, Z10, Z10
 	VMOVUPS 192(SI)(R8*4), Z13
 	VADDPS  Z5, Z13, Z13
 	VMULPS  Z13, Z11, Z11
 	MOVQ    job_bias+0(AX), R10
 	TESTQ   R10, R10
-	JZ      nobias22
-	VADDPS  (R10)(R8*4), Z7, Z7
-	VADDPS  64(R10)(R8*4), Z8, Z8
-	VADDPS  128(R10)(R8*4), Z9, Z9
+	JZ      nobias26
+	VADDPS  (R10)(R8*4), Z8, Z8
+	VADDPS  64(R10)(R8*4), Z9, Z9
+	VADDPS  128(R10)(R8*4), Z10, Z10
 	VADDPS  192(R10)(R8*4), Z11, Z11
 
-nobias22:
-	VFPCLASSPSZ    $0xa1, Z7, K2
-	VFPCLASSPSZ    $0xa1, Z8, K3
+nobias26:
+	VFPCLASSPSZ    $0xa1, Z8, K2
+	VFPCLASSPSZ    $0xa1, Z9, K3
 	KORTESTW       K3, K2
-	JNZ            bf16fix23
-	BYTE $0x62; BYTE $0x72; BYTE $0x3f; BYTE $0x48; BYTE $0x72; BYTE $0xef // VCVTNE2PS2BF16 Z7, Z8, Z13
+	JNZ            bf16fix27
+	BYTE $0x62; BYTE $0x52; BYTE $0x37; BYTE $0x48; BYTE $0x72; BYTE $0xe8 // VCVTNE2PS2BF16 Z8, Z9, Z13
 
-bf16fixed24:
+bf16fixed28:
 	VMOVDQU64      Z13, (CX)(R8*2)
-	VFPCLASSPSZ    $0xa1, Z9, K2
+	VFPCLASSPSZ    $0xa1, Z10, K2
 	VFPCLASSPSZ    $0xa1, Z11, K3
 	KORTESTW       K3, K2
-	JNZ            bf16fix25
-	BYTE $0x62; BYTE $0xd2; BYTE $0x27; BYTE $0x48; BYTE $0x72; BYTE $0xf9 // VCVTNE2PS2BF16 Z9, Z11, Z7
+	JNZ            bf16fix29
+	BYTE $0x62; BYTE $0x52; BYTE $0x27; BYTE $0x48; BYTE $0x72; BYTE $0xc2 // VCVTNE2PS2BF16 Z10, Z11, Z8
 
-bf16fixed26:
-	VMOVDQU64 Z7, 64(CX)(R8*2)
+bf16fixed30:
+	VMOVDQU64 Z8, 64(CX)(R8*2)
 	ADDQ      $0x00000040, R8
 	JMP       scaleloopoffset
 
@@ -57406,53 +58491,53 @@ bf16fixed26:
 scaleloopnoweight:
 	CMPQ    R8, R9
 	JG      scaletail
-	VMOVUPS (DX)(R8*4), Z7
-	VSUBPS  Z10, Z7, Z7
-	VMULPS  Z6, Z7, Z7
-	VMOVUPS 64(DX)(R8*4), Z8
-	VSUBPS  Z10, Z8, Z8
-	VMULPS  Z6, Z8, Z8
-	VMOVUPS 128(DX)(R8*4), Z9
-	VSUBPS  Z10, Z9, Z9
-	VMULPS  Z6, Z9, Z9
+	VMOVUPS (DX)(R8*4), Z8
+	VSUBPS  Z6, Z8, Z8
+	VMULPS  Z7, Z8, Z8
+	VMOVUPS 64(DX)(R8*4), Z9
+	VSUBPS  Z6, Z9, Z9
+	VMULPS  Z7, Z9, Z9
+	VMOVUPS 128(DX)(R8*4), Z10
+	VSUBPS  Z6, Z10, Z10
+	VMULPS  Z7, Z10, Z10
 	VMOVUPS 192(DX)(R8*4), Z11
-	VSUBPS  Z10, Z11, Z11
-	VMULPS  Z6, Z11, Z11
+	VSUBPS  Z6, Z11, Z11
+	VMULPS  Z7, Z11, Z11
 	MOVQ    job_bias+0(AX), R10
 	TESTQ   R10, R10
-	JZ      nobias27
-	VADDPS  (R10)(R8*4), Z7, Z7
-	VADDPS  64(R10)(R8*4), Z8, Z8
-	VADDPS  128(R10)(R8*4), Z9, Z9
+	JZ      nobias31
+	VADDPS  (R10)(R8*4), Z8, Z8
+	VADDPS  64(R10)(R8*4), Z9, Z9
+	VADDPS  128(R10)(R8*4), Z10, Z10
 	VADDPS  192(R10)(R8*4), Z11, Z11
 
-nobias27:
-	VFPCLASSPSZ    $0xa1, Z7, K2
-	VFPCLASSPSZ    $0xa1, Z8, K3
+nobias31:
+	VFPCLASSPSZ    $0xa1, Z8, K2
+	VFPCLASSPSZ    $0xa1, Z9, K3
 	KORTESTW       K3, K2
-	JNZ            bf16fix28
-	BYTE $0x62; BYTE $0x72; BYTE $0x3f; BYTE $0x48; BYTE $0x72; BYTE $0xef // VCVTNE2PS2BF16 Z7, Z8, Z13
+	JNZ            bf16fix32
+	BYTE $0x62; BYTE $0x52; BYTE $0x37; BYTE $0x48; BYTE $0x72; BYTE $0xe8 // VCVTNE2PS2BF16 Z8, Z9, Z13
 
-bf16fixed29:
+bf16fixed33:
 	VMOVDQU64      Z13, (CX)(R8*2)
-	VFPCLASSPSZ    $0xa1, Z9, K2
+	VFPCLASSPSZ    $0xa1, Z10, K2
 	VFPCLASSPSZ    $0xa1, Z11, K3
 	KORTESTW       K3, K2
-	JNZ            bf16fix30
-	BYTE $0x62; BYTE $0xd2; BYTE $0x27; BYTE $0x48; BYTE $0x72; BYTE $0xf9 // VCVTNE2PS2BF16 Z9, Z11, Z7
+	JNZ            bf16fix34
+	BYTE $0x62; BYTE $0x52; BYTE $0x27; BYTE $0x48; BYTE $0x72; BYTE $0xc2 // VCVTNE2PS2BF16 Z10, Z11, Z8
 
-bf16fixed31:
-	VMOVDQU64 Z7, 64(CX)(R8*2)
+bf16fixed35:
+	VMOVDQU64 Z8, 64(CX)(R8*2)
 	ADDQ      $0x00000040, R8
 	JMP       scaleloopnoweight
 
 scalepf:
 	MOVQ DI, R10
 	CMPQ job_d+0(AX), $0x00000200
-	JA   longrows32
+	JA   longrows36
 	SHLQ $0x03, R10
 
-longrows32:
+longrows36:
 	ADDQ  DX, R10
 	TESTL $0x00000001, job_flags+0(AX)
 	JNZ   scalent
@@ -57469,69 +58554,69 @@ scalepfloop:
 	PREFETCHT0     64(R10)(R8*4)
 	PREFETCHT0     128(R10)(R8*4)
 	PREFETCHT0     192(R10)(R8*4)
-	VMOVUPS        (DX)(R8*4), Z7
-	VSUBPS         Z10, Z7, Z7
-	VMULPS         Z6, Z7, Z7
-	VMOVUPS        64(DX)(R8*4), Z8
-	VSUBPS         Z10, Z8, Z8
-	VMULPS         Z6, Z8, Z8
-	VMOVUPS        128(DX)(R8*4), Z9
-	VSUBPS         Z10, Z9, Z9
-	VMULPS         Z6, Z9, Z9
+	VMOVUPS        (DX)(R8*4), Z8
+	VSUBPS         Z6, Z8, Z8
+	VMULPS         Z7, Z8, Z8
+	VMOVUPS        64(DX)(R8*4), Z9
+	VSUBPS         Z6, Z9, Z9
+	VMULPS         Z7, Z9, Z9
+	VMOVUPS        128(DX)(R8*4), Z10
+	VSUBPS         Z6, Z10, Z10
+	VMULPS         Z7, Z10, Z10
 	VMOVUPS        192(DX)(R8*4), Z11
-	VSUBPS         Z10, Z11, Z11
-	VMULPS         Z6, Z11, Z11
+	VSUBPS         Z6, Z11, Z11
+	VMULPS         Z7, Z11, Z11
 	TESTL          $0x00000008, job_flags+0(AX)
-	JZ             notrn33
-	VFPCLASSPSZ    $0xa1, Z7, K2
-	VFPCLASSPSZ    $0xa1, Z8, K3
+	JZ             notrn37
+	VFPCLASSPSZ    $0xa1, Z8, K2
+	VFPCLASSPSZ    $0xa1, Z9, K3
 	KORTESTW       K3, K2
-	JNZ            bf16fix34
-	BYTE $0x62; BYTE $0x72; BYTE $0x3f; BYTE $0x48; BYTE $0x72; BYTE $0xef // VCVTNE2PS2BF16 Z7, Z8, Z13
+	JNZ            bf16fix38
+	BYTE $0x62; BYTE $0x52; BYTE $0x37; BYTE $0x48; BYTE $0x72; BYTE $0xe8 // VCVTNE2PS2BF16 Z8, Z9, Z13
 
-bf16fixed35:
-	VPERMW.Z       Z13, Z3, K1, Z7
-	VPERMW.Z       Z13, Z4, K1, Z8
-	VFPCLASSPSZ    $0xa1, Z9, K2
+bf16fixed39:
+	VPERMW.Z       Z13, Z3, K1, Z8
+	VPERMW.Z       Z13, Z4, K1, Z9
+	VFPCLASSPSZ    $0xa1, Z10, K2
 	VFPCLASSPSZ    $0xa1, Z11, K3
 	KORTESTW       K3, K2
-	JNZ            bf16fix36
-	BYTE $0x62; BYTE $0x52; BYTE $0x27; BYTE $0x48; BYTE $0x72; BYTE $0xe9 // VCVTNE2PS2BF16 Z9, Z11, Z13
+	JNZ            bf16fix40
+	BYTE $0x62; BYTE $0x52; BYTE $0x27; BYTE $0x48; BYTE $0x72; BYTE $0xea // VCVTNE2PS2BF16 Z10, Z11, Z13
 
-bf16fixed37:
-	VPERMW.Z Z13, Z3, K1, Z9
+bf16fixed41:
+	VPERMW.Z Z13, Z3, K1, Z10
 	VPERMW.Z Z13, Z4, K1, Z11
 
-notrn33:
-	VMULPS (SI)(R8*4), Z7, Z7
-	VMULPS 64(SI)(R8*4), Z8, Z8
-	VMULPS 128(SI)(R8*4), Z9, Z9
+notrn37:
+	VMULPS (SI)(R8*4), Z8, Z8
+	VMULPS 64(SI)(R8*4), Z9, Z9
+	VMULPS 128(SI)(R8*4), Z10, Z10
 	VMULPS 192(SI)(R8*4), Z11, Z11
 	MOVQ   job_bias+0(AX), R11
 	TESTQ  R11, R11
-	JZ     nobias38
-	VADDPS (R11)(R8*4), Z7, Z7
-	VADDPS 64(R11)(R8*4), Z8, Z8
-	VADDPS 128(R11)(R8*4), Z9, Z9
+	JZ     nobias42
+	VADDPS (R11)(R8*4), Z8, Z8
+	VADDPS 64(R11)(R8*4), Z9, Z9
+	VADDPS 128(R11)(R8*4), Z10, Z10
 	VADDPS 192(R11)(R8*4), Z11, Z11
 
-nobias38:
-	VFPCLASSPSZ    $0xa1, Z7, K2
-	VFPCLASSPSZ    $0xa1, Z8, K3
+nobias42:
+	VFPCLASSPSZ    $0xa1, Z8, K2
+	VFPCLASSPSZ    $0xa1, Z9, K3
 	KORTESTW       K3, K2
-	JNZ            bf16fix39
-	BYTE $0x62; BYTE $0x72; BYTE $0x3f; BYTE $0x48; BYTE $0x72; BYTE $0xef // VCVTNE2PS2BF16 Z7, Z8, Z13
+	JNZ            bf16fix43
+	BYTE $0x62; BYTE $0x52; BYTE $0x37; BYTE $0x48; BYTE $0x72; BYTE $0xe8 // VCVTNE2PS2BF16 Z8, Z9, Z13
 
-bf16fixed40:
+bf16fixed44:
 	VMOVDQU64      Z13, (CX)(R8*2)
-	VFPCLASSPSZ    $0xa1, Z9, K2
+	VFPCLASSPSZ    $0xa1, Z10, K2
 	VFPCLASSPSZ    $0xa1, Z11, K3
 	KORTESTW       K3, K2
-	JNZ            bf16fix41
-	BYTE $0x62; BYTE $0xd2; BYTE $0x27; BYTE $0x48; BYTE $0x72; BYTE $0xf9 // VCVTNE2PS2BF16 Z9, Z11, Z7
+	JNZ            bf16fix45
+	BYTE $0x62; BYTE $0x52; BYTE $0x27; BYTE $0x48; BYTE $0x72; BYTE $0xc2 // VCVTNE2PS2BF16 Z10, Z11, Z8
 
-bf16fixed42:
-	VMOVDQU64 Z7, 64(CX)(R8*2)
+bf16fixed46:
+	VMOVDQU64 Z8, 64(CX)(R8*2)
 	ADDQ      $0x00000040, R8
 	JMP       scalepfloop
 
@@ -57543,77 +58628,77 @@ scalepfloopoffset:
 	PREFETCHT0     64(R10)(R8*4)
 	PREFETCHT0     128(R10)(R8*4)
 	PREFETCHT0     192(R10)(R8*4)
-	VMOVUPS        (DX)(R8*4), Z7
-	VSUBPS         Z10, Z7, Z7
-	VMULPS         Z6, Z7, Z7
-	VMOVUPS        64(DX)(R8*4), Z8
-	VSUBPS         Z10, Z8, Z8
-	VMULPS         Z6, Z8, Z8
-	VMOVUPS        128(DX)(R8*4), Z9
-	VSUBPS         Z10, Z9, Z9
-	VMULPS         Z6, Z9, Z9
+	VMOVUPS        (DX)(R8*4), Z8
+	VSUBPS         Z6, Z8, Z8
+	VMULPS         Z7, Z8, Z8
+	VMOVUPS        64(DX)(R8*4), Z9
+	VSUBPS         Z6, Z9, Z9
+	VMULPS         Z7, Z9, Z9
+	VMOVUPS        128(DX)(R8*4), Z10
+	VSUBPS         Z6, Z10, Z10
+	VMULPS         Z7, Z10, Z10
 	VMOVUPS        192(DX)(R8*4), Z11
-	VSUBPS         Z10, Z11, Z11
-	VMULPS         Z6, Z11, Z11
+	VSUBPS         Z6, Z11, Z11
+	VMULPS         Z7, Z11, Z11
 	TESTL          $0x00000008, job_flags+0(AX)
-	JZ             notrn43
-	VFPCLASSPSZ    $0xa1, Z7, K2
-	VFPCLASSPSZ    $0xa1, Z8, K3
+	JZ             notrn47
+	VFPCLASSPSZ    $0xa1, Z8, K2
+	VFPCLASSPSZ    $0xa1, Z9, K3
 	KORTESTW       K3, K2
-	JNZ            bf16fix44
-	BYTE $0x62; BYTE $0x72; BYTE $0x3f; BYTE $0x48; BYTE $0x72; BYTE $0xef // VCVTNE2PS2BF16 Z7, Z8, Z13
+	JNZ            bf16fix48
+	BYTE $0x62; BYTE $0x52; BYTE $0x37; BYTE $0x48; BYTE $0x72; BYTE $0xe8 // VCVTNE2PS2BF16 Z8, Z9, Z13
 
-bf16fixed45:
-	VPERMW.Z       Z13, Z3, K1, Z7
-	VPERMW.Z       Z13, Z4, K1, Z8
-	VFPCLASSPSZ    $0xa1, Z9, K2
+bf16fixed49:
+	VPERMW.Z       Z13, Z3, K1, Z8
+	VPERMW.Z       Z13, Z4, K1, Z9
+	VFPCLASSPSZ    $0xa1, Z10, K2
 	VFPCLASSPSZ    $0xa1, Z11, K3
 	KORTESTW       K3, K2
-	JNZ            bf16fix46
-	BYTE $0x62; BYTE $0x52; BYTE $0x27; BYTE $0x48; BYTE $0x72; BYTE $0xe9 // VCVTNE2PS2BF16 Z9, Z11, Z13
+	JNZ            bf16fix50
+	BYTE $0x62; BYTE $0x52; BYTE $0x27; BYTE $0x48; BYTE $0x72; BYTE $0xea // VCVTNE2PS2BF16 Z10, Z11, Z13
 
-bf16fixed47:
-	VPERMW.Z Z13, Z3, K1, Z9
+bf16fixed51:
+	VPERMW.Z Z13, Z3, K1, Z10
 	VPERMW.Z Z13, Z4, K1, Z11
 
-notrn43:
+notrn47:
 	VMOVUPS (SI)(R8*4), Z13
 	VADDPS  Z5, Z13, Z13
-	VMULPS  Z13, Z7, Z7
+	VMULPS  Z13, Z8, Z8
 	VMOVUPS 64(SI)(R8*4), Z13
 	VADDPS  Z5, Z13, Z13
-	VMULPS  Z13, Z8, Z8
+	VMULPS  Z13, Z9, Z9
 	VMOVUPS 128(SI)(R8*4), Z13
 	VADDPS  Z5, Z13, Z13
-	VMULPS  Z13, Z9, Z9
+	VMULPS  Z13, Z10, Z10
 	VMOVUPS 192(SI)(R8*4), Z13
 	VADDPS  Z5, Z13, Z13
 	VMULPS  Z13, Z11, Z11
 	MOVQ    job_bias+0(AX), R11
 	TESTQ   R11, R11
-	JZ      nobias48
-	VADDPS  (R11)(R8*4), Z7, Z7
-	VADDPS  64(R11)(R8*4), Z8, Z8
-	VADDPS  128(R11)(R8*4), Z9, Z9
+	JZ      nobias52
+	VADDPS  (R11)(R8*4), Z8, Z8
+	VADDPS  64(R11)(R8*4), Z9, Z9
+	VADDPS  128(R11)(R8*4), Z10, Z10
 	VADDPS  192(R11)(R8*4), Z11, Z11
 
-nobias48:
-	VFPCLASSPSZ    $0xa1, Z7, K2
-	VFPCLASSPSZ    $0xa1, Z8, K3
+nobias52:
+	VFPCLASSPSZ    $0xa1, Z8, K2
+	VFPCLASSPSZ    $0xa1, Z9, K3
 	KORTESTW       K3, K2
-	JNZ            bf16fix49
-	BYTE $0x62; BYTE $0x72; BYTE $0x3f; BYTE $0x48; BYTE $0x72; BYTE $0xef // VCVTNE2PS2BF16 Z7, Z8, Z13
+	JNZ            bf16fix53
+	BYTE $0x62; BYTE $0x52; BYTE $0x37; BYTE $0x48; BYTE $0x72; BYTE $0xe8 // VCVTNE2PS2BF16 Z8, Z9, Z13
 
-bf16fixed50:
+bf16fixed54:
 	VMOVDQU64      Z13, (CX)(R8*2)
-	VFPCLASSPSZ    $0xa1, Z9, K2
+	VFPCLASSPSZ    $0xa1, Z10, K2
 	VFPCLASSPSZ    $0xa1, Z11, K3
 	KORTESTW       K3, K2
-	JNZ            bf16fix51
-	BYTE $0x62; BYTE $0xd2; BYTE $0x27; BYTE $0x48; BYTE $0x72; BYTE $0xf9 // VCVTNE2PS2BF16 Z9, Z11, Z7
+	JNZ            bf16fix55
+	BYTE $0x62; BYTE $0x52; BYTE $0x27; BYTE $0x48; BYTE $0x72; BYTE $0xc2 // VCVTNE2PS2BF16 Z10, Z11, Z8
 
-bf16fixed52:
-	VMOVDQU64 Z7, 64(CX)(R8*2)
+bf16fixed56:
+	VMOVDQU64 Z8, 64(CX)(R8*2)
 	ADDQ      $0x00000040, R8
 	JMP       scalepfloopoffset
 
@@ -57625,43 +58710,43 @@ scalepfloopnoweight:
 	PREFETCHT0 64(R10)(R8*4)
 	PREFETCHT0 128(R10)(R8*4)
 	PREFETCHT0 192(R10)(R8*4)
-	VMOVUPS    (DX)(R8*4), Z7
-	VSUBPS     Z10, Z7, Z7
-	VMULPS     Z6, Z7, Z7
-	VMOVUPS    64(DX)(R8*4), Z8
-	VSUBPS     Z10, Z8, Z8
-	VMULPS     Z6, Z8, Z8
-	VMOVUPS    128(DX)(R8*4), Z9
-	VSUBPS     Z10, Z9, Z9
-	VMULPS     Z6, Z9, Z9
+	VMOVUPS    (DX)(R8*4), Z8
+	VSUBPS     Z6, Z8, Z8
+	VMULPS     Z7, Z8, Z8
+	VMOVUPS    64(DX)(R8*4), Z9
+	VSUBPS     Z6, Z9, Z9
+	VMULPS     Z7, Z9, Z9
+	VMOVUPS    128(DX)(R8*4), Z10
+	VSUBPS     Z6, Z10, Z10
+	VMULPS     Z7, Z10, Z10
 	VMOVUPS    192(DX)(R8*4), Z11
-	VSUBPS     Z10, Z11, Z11
-	VMULPS     Z6, Z11, Z11
+	VSUBPS     Z6, Z11, Z11
+	VMULPS     Z7, Z11, Z11
 	MOVQ       job_bias+0(AX), R11
 	TESTQ      R11, R11
-	JZ         nobias53
-	VADDPS     (R11)(R8*4), Z7, Z7
-	VADDPS     64(R11)(R8*4), Z8, Z8
-	VADDPS     128(R11)(R8*4), Z9, Z9
+	JZ         nobias57
+	VADDPS     (R11)(R8*4), Z8, Z8
+	VADDPS     64(R11)(R8*4), Z9, Z9
+	VADDPS     128(R11)(R8*4), Z10, Z10
 	VADDPS     192(R11)(R8*4), Z11, Z11
 
-nobias53:
-	VFPCLASSPSZ    $0xa1, Z7, K2
-	VFPCLASSPSZ    $0xa1, Z8, K3
+nobias57:
+	VFPCLASSPSZ    $0xa1, Z8, K2
+	VFPCLASSPSZ    $0xa1, Z9, K3
 	KORTESTW       K3, K2
-	JNZ            bf16fix54
-	BYTE $0x62; BYTE $0x72; BYTE $0x3f; BYTE $0x48; BYTE $0x72; BYTE $0xef // VCVTNE2PS2BF16 Z7, Z8, Z13
+	JNZ            bf16fix58
+	BYTE $0x62; BYTE $0x52; BYTE $0x37; BYTE $0x48; BYTE $0x72; BYTE $0xe8 // VCVTNE2PS2BF16 Z8, Z9, Z13
 
-bf16fixed55:
+bf16fixed59:
 	VMOVDQU64      Z13, (CX)(R8*2)
-	VFPCLASSPSZ    $0xa1, Z9, K2
+	VFPCLASSPSZ    $0xa1, Z10, K2
 	VFPCLASSPSZ    $0xa1, Z11, K3
 	KORTESTW       K3, K2
-	JNZ            bf16fix56
-	BYTE $0x62; BYTE $0xd2; BYTE $0x27; BYTE $0x48; BYTE $0x72; BYTE $0xf9 // VCVTNE2PS2BF16 Z9, Z11, Z7
+	JNZ            bf16fix60
+	BYTE $0x62; BYTE $0x52; BYTE $0x27; BYTE $0x48; BYTE $0x72; BYTE $0xc2 // VCVTNE2PS2BF16 Z10, Z11, Z8
 
-bf16fixed57:
-	VMOVDQU64 Z7, 64(CX)(R8*2)
+bf16fixed61:
+	VMOVDQU64 Z8, 64(CX)(R8*2)
 	ADDQ      $0x00000040, R8
 	JMP       scalepfloopnoweight
 
@@ -57679,40 +58764,40 @@ scalent:
 scalehead:
 	CMPQ           R10, $0x00000010
 	JB             scaleheadpart
-	VMOVUPS        (DX)(R8*4), Z7
-	VSUBPS         Z10, Z7, Z7
-	VMULPS         Z6, Z7, Z7
+	VMOVUPS        (DX)(R8*4), Z8
+	VSUBPS         Z6, Z8, Z8
+	VMULPS         Z7, Z8, Z8
 	TESTL          $0x00000008, job_flags+0(AX)
-	JZ             notrn58
-	VFPCLASSPSZ    $0xa1, Z7, K2
-	KORTESTW       K2, K2
-	JNZ            bf16fix59
-	BYTE $0x62; BYTE $0x72; BYTE $0x47; BYTE $0x48; BYTE $0x72; BYTE $0xc7 // VCVTNE2PS2BF16 Z7, Z7, Z8
-
-bf16fixed60:
-	VPERMW.Z Z8, Z3, K1, Z7
-
-notrn58:
-	TESTQ   SI, SI
-	JZ      noweight61
-	VMOVUPS (SI)(R8*4), Z8
-	VADDPS  Z5, Z8, Z8
-	VMULPS  Z8, Z7, Z7
-
-noweight61:
-	MOVQ   job_bias+0(AX), R11
-	TESTQ  R11, R11
-	JZ     nobias62
-	VADDPS (R11)(R8*4), Z7, Z7
-
-nobias62:
-	VFPCLASSPSZ    $0xa1, Z7, K2
+	JZ             notrn62
+	VFPCLASSPSZ    $0xa1, Z8, K2
 	KORTESTW       K2, K2
 	JNZ            bf16fix63
-	BYTE $0x62; BYTE $0x72; BYTE $0x47; BYTE $0x48; BYTE $0x72; BYTE $0xc7 // VCVTNE2PS2BF16 Z7, Z7, Z8
+	BYTE $0x62; BYTE $0x52; BYTE $0x3f; BYTE $0x48; BYTE $0x72; BYTE $0xc8 // VCVTNE2PS2BF16 Z8, Z8, Z9
 
 bf16fixed64:
-	VEXTRACTI64X4 $0x00, Z8, (CX)(R8*2)
+	VPERMW.Z Z9, Z3, K1, Z8
+
+notrn62:
+	TESTQ   SI, SI
+	JZ      noweight65
+	VMOVUPS (SI)(R8*4), Z9
+	VADDPS  Z5, Z9, Z9
+	VMULPS  Z9, Z8, Z8
+
+noweight65:
+	MOVQ   job_bias+0(AX), R11
+	TESTQ  R11, R11
+	JZ     nobias66
+	VADDPS (R11)(R8*4), Z8, Z8
+
+nobias66:
+	VFPCLASSPSZ    $0xa1, Z8, K2
+	KORTESTW       K2, K2
+	JNZ            bf16fix67
+	BYTE $0x62; BYTE $0x52; BYTE $0x3f; BYTE $0x48; BYTE $0x72; BYTE $0xc8 // VCVTNE2PS2BF16 Z8, Z8, Z9
+
+bf16fixed68:
+	VEXTRACTI64X4 $0x00, Z9, (CX)(R8*2)
 	ADDQ          $0x00000010, R8
 	SUBQ          $0x00000010, R10
 	JZ            scalentgo
@@ -57723,10 +58808,10 @@ scaleheadpart:
 scalentgo:
 	MOVQ DI, R10
 	CMPQ job_d+0(AX), $0x00000200
-	JA   longrows65
+	JA   longrows69
 	SHLQ $0x03, R10
 
-longrows65:
+longrows69:
 	ADDQ DX, R10
 	MOVL job_flags+0(AX), R11
 
@@ -57738,92 +58823,92 @@ scalentloop:
 	PREFETCHT0     64(R10)(R8*4)
 	PREFETCHT0     128(R10)(R8*4)
 	PREFETCHT0     192(R10)(R8*4)
-	VMOVUPS        (DX)(R8*4), Z7
-	VSUBPS         Z10, Z7, Z7
-	VMULPS         Z6, Z7, Z7
-	VMOVUPS        64(DX)(R8*4), Z8
-	VSUBPS         Z10, Z8, Z8
-	VMULPS         Z6, Z8, Z8
-	VMOVUPS        128(DX)(R8*4), Z9
-	VSUBPS         Z10, Z9, Z9
-	VMULPS         Z6, Z9, Z9
+	VMOVUPS        (DX)(R8*4), Z8
+	VSUBPS         Z6, Z8, Z8
+	VMULPS         Z7, Z8, Z8
+	VMOVUPS        64(DX)(R8*4), Z9
+	VSUBPS         Z6, Z9, Z9
+	VMULPS         Z7, Z9, Z9
+	VMOVUPS        128(DX)(R8*4), Z10
+	VSUBPS         Z6, Z10, Z10
+	VMULPS         Z7, Z10, Z10
 	VMOVUPS        192(DX)(R8*4), Z11
-	VSUBPS         Z10, Z11, Z11
-	VMULPS         Z6, Z11, Z11
+	VSUBPS         Z6, Z11, Z11
+	VMULPS         Z7, Z11, Z11
 	TESTL          $0x00000008, job_flags+0(AX)
-	JZ             notrn66
-	VFPCLASSPSZ    $0xa1, Z7, K2
-	VFPCLASSPSZ    $0xa1, Z8, K3
+	JZ             notrn70
+	VFPCLASSPSZ    $0xa1, Z8, K2
+	VFPCLASSPSZ    $0xa1, Z9, K3
 	KORTESTW       K3, K2
-	JNZ            bf16fix67
-	BYTE $0x62; BYTE $0x72; BYTE $0x3f; BYTE $0x48; BYTE $0x72; BYTE $0xef // VCVTNE2PS2BF16 Z7, Z8, Z13
+	JNZ            bf16fix71
+	BYTE $0x62; BYTE $0x52; BYTE $0x37; BYTE $0x48; BYTE $0x72; BYTE $0xe8 // VCVTNE2PS2BF16 Z8, Z9, Z13
 
-bf16fixed68:
-	VPERMW.Z       Z13, Z3, K1, Z7
-	VPERMW.Z       Z13, Z4, K1, Z8
-	VFPCLASSPSZ    $0xa1, Z9, K2
+bf16fixed72:
+	VPERMW.Z       Z13, Z3, K1, Z8
+	VPERMW.Z       Z13, Z4, K1, Z9
+	VFPCLASSPSZ    $0xa1, Z10, K2
 	VFPCLASSPSZ    $0xa1, Z11, K3
 	KORTESTW       K3, K2
-	JNZ            bf16fix69
-	BYTE $0x62; BYTE $0x52; BYTE $0x27; BYTE $0x48; BYTE $0x72; BYTE $0xe9 // VCVTNE2PS2BF16 Z9, Z11, Z13
+	JNZ            bf16fix73
+	BYTE $0x62; BYTE $0x52; BYTE $0x27; BYTE $0x48; BYTE $0x72; BYTE $0xea // VCVTNE2PS2BF16 Z10, Z11, Z13
 
-bf16fixed70:
-	VPERMW.Z Z13, Z3, K1, Z9
+bf16fixed74:
+	VPERMW.Z Z13, Z3, K1, Z10
 	VPERMW.Z Z13, Z4, K1, Z11
 
-notrn66:
+notrn70:
 	TESTQ  SI, SI
-	JZ     weighed72
+	JZ     weighed76
 	TESTL  $0x00000010, R11
-	JNZ    offset71
-	VMULPS (SI)(R8*4), Z7, Z7
-	VMULPS 64(SI)(R8*4), Z8, Z8
-	VMULPS 128(SI)(R8*4), Z9, Z9
+	JNZ    offset75
+	VMULPS (SI)(R8*4), Z8, Z8
+	VMULPS 64(SI)(R8*4), Z9, Z9
+	VMULPS 128(SI)(R8*4), Z10, Z10
 	VMULPS 192(SI)(R8*4), Z11, Z11
 
-weighed72:
+weighed76:
 	MOVQ   job_bias+0(AX), R12
 	TESTQ  R12, R12
-	JZ     nobias73
-	VADDPS (R12)(R8*4), Z7, Z7
-	VADDPS 64(R12)(R8*4), Z8, Z8
-	VADDPS 128(R12)(R8*4), Z9, Z9
+	JZ     nobias77
+	VADDPS (R12)(R8*4), Z8, Z8
+	VADDPS 64(R12)(R8*4), Z9, Z9
+	VADDPS 128(R12)(R8*4), Z10, Z10
 	VADDPS 192(R12)(R8*4), Z11, Z11
 
-nobias73:
-	VFPCLASSPSZ    $0xa1, Z7, K2
-	VFPCLASSPSZ    $0xa1, Z8, K3
+nobias77:
+	VFPCLASSPSZ    $0xa1, Z8, K2
+	VFPCLASSPSZ    $0xa1, Z9, K3
 	KORTESTW       K3, K2
-	JNZ            bf16fix74
-	BYTE $0x62; BYTE $0x72; BYTE $0x3f; BYTE $0x48; BYTE $0x72; BYTE $0xef // VCVTNE2PS2BF16 Z7, Z8, Z13
+	JNZ            bf16fix78
+	BYTE $0x62; BYTE $0x52; BYTE $0x37; BYTE $0x48; BYTE $0x72; BYTE $0xe8 // VCVTNE2PS2BF16 Z8, Z9, Z13
 
-bf16fixed75:
+bf16fixed79:
 	VMOVNTDQ       Z13, (CX)(R8*2)
-	VFPCLASSPSZ    $0xa1, Z9, K2
+	VFPCLASSPSZ    $0xa1, Z10, K2
 	VFPCLASSPSZ    $0xa1, Z11, K3
 	KORTESTW       K3, K2
-	JNZ            bf16fix76
-	BYTE $0x62; BYTE $0xd2; BYTE $0x27; BYTE $0x48; BYTE $0x72; BYTE $0xf9 // VCVTNE2PS2BF16 Z9, Z11, Z7
+	JNZ            bf16fix80
+	BYTE $0x62; BYTE $0x52; BYTE $0x27; BYTE $0x48; BYTE $0x72; BYTE $0xc2 // VCVTNE2PS2BF16 Z10, Z11, Z8
 
-bf16fixed77:
-	VMOVNTDQ Z7, 64(CX)(R8*2)
+bf16fixed81:
+	VMOVNTDQ Z8, 64(CX)(R8*2)
 	ADDQ     $0x00000040, R8
 	JMP      scalentloop
 
-offset71:
+offset75:
 	VMOVUPS (SI)(R8*4), Z13
 	VADDPS  Z5, Z13, Z13
-	VMULPS  Z13, Z7, Z7
+	VMULPS  Z13, Z8, Z8
 	VMOVUPS 64(SI)(R8*4), Z13
 	VADDPS  Z5, Z13, Z13
-	VMULPS  Z13, Z8, Z8
+	VMULPS  Z13, Z9, Z9
 	VMOVUPS 128(SI)(R8*4), Z13
 	VADDPS  Z5, Z13, Z13
-	VMULPS  Z13, Z9, Z9
+	VMULPS  Z13, Z10, Z10
 	VMOVUPS 192(SI)(R8*4), Z13
 	VADDPS  Z5, Z13, Z13
 	VMULPS  Z13, Z11, Z11
-	JMP     weighed72
+	JMP     weighed76
 
 scaletail:
 	ADDQ $0x00000030, R9
@@ -57831,40 +58916,40 @@ scaletail:
 scaleone:
 	CMPQ           R8, R9
 	JG             scalepart
-	VMOVUPS        (DX)(R8*4), Z7
-	VSUBPS         Z10, Z7, Z7
-	VMULPS         Z6, Z7, Z7
+	VMOVUPS        (DX)(R8*4), Z8
+	VSUBPS         Z6, Z8, Z8
+	VMULPS         Z7, Z8, Z8
 	TESTL          $0x00000008, job_flags+0(AX)
-	JZ             notrn78
-	VFPCLASSPSZ    $0xa1, Z7, K2
-	KORTESTW       K2, K2
-	JNZ            bf16fix79
-	BYTE $0x62; BYTE $0x72; BYTE $0x47; BYTE $0x48; BYTE $0x72; BYTE $0xc7 // VCVTNE2PS2BF16 Z7, Z7, Z8
-
-bf16fixed80:
-	VPERMW.Z Z8, Z3, K1, Z7
-
-notrn78:
-	TESTQ   SI, SI
-	JZ      noweight81
-	VMOVUPS (SI)(R8*4), Z8
-	VADDPS  Z5, Z8, Z8
-	VMULPS  Z8, Z7, Z7
-
-noweight81:
-	MOVQ   job_bias+0(AX), R10
-	TESTQ  R10, R10
-	JZ     nobias82
-	VADDPS (R10)(R8*4), Z7, Z7
-
-nobias82:
-	VFPCLASSPSZ    $0xa1, Z7, K2
+	JZ             notrn82
+	VFPCLASSPSZ    $0xa1, Z8, K2
 	KORTESTW       K2, K2
 	JNZ            bf16fix83
-	BYTE $0x62; BYTE $0x72; BYTE $0x47; BYTE $0x48; BYTE $0x72; BYTE $0xc7 // VCVTNE2PS2BF16 Z7, Z7, Z8
+	BYTE $0x62; BYTE $0x52; BYTE $0x3f; BYTE $0x48; BYTE $0x72; BYTE $0xc8 // VCVTNE2PS2BF16 Z8, Z8, Z9
 
 bf16fixed84:
-	VEXTRACTI64X4 $0x00, Z8, (CX)(R8*2)
+	VPERMW.Z Z9, Z3, K1, Z8
+
+notrn82:
+	TESTQ   SI, SI
+	JZ      noweight85
+	VMOVUPS (SI)(R8*4), Z9
+	VADDPS  Z5, Z9, Z9
+	VMULPS  Z9, Z8, Z8
+
+noweight85:
+	MOVQ   job_bias+0(AX), R10
+	TESTQ  R10, R10
+	JZ     nobias86
+	VADDPS (R10)(R8*4), Z8, Z8
+
+nobias86:
+	VFPCLASSPSZ    $0xa1, Z8, K2
+	KORTESTW       K2, K2
+	JNZ            bf16fix87
+	BYTE $0x62; BYTE $0x52; BYTE $0x3f; BYTE $0x48; BYTE $0x72; BYTE $0xc8 // VCVTNE2PS2BF16 Z8, Z8, Z9
+
+bf16fixed88:
+	VEXTRACTI64X4 $0x00, Z9, (CX)(R8*2)
 	ADDQ          $0x00000010, R8
 	JMP           scaleone
 
@@ -57877,54 +58962,54 @@ scalepart:
 partout:
 	LEAQ           kmask<>+0(SB), R11
 	KMOVW          (R11)(R10*2), K2
-	VMOVUPS.Z      (DX)(R8*4), K2, Z7
-	VSUBPS         Z10, Z7, Z7
-	VMULPS         Z7, Z6, Z7
+	VMOVUPS.Z      (DX)(R8*4), K2, Z8
+	VSUBPS         Z6, Z8, Z8
+	VMULPS         Z8, Z7, Z8
 	TESTL          $0x00000008, job_flags+0(AX)
-	JZ             notrn85
-	VFPCLASSPSZ    $0xa1, Z7, K3
-	KORTESTW       K3, K3
-	JNZ            bf16fix86
-	BYTE $0x62; BYTE $0x72; BYTE $0x47; BYTE $0x48; BYTE $0x72; BYTE $0xc7 // VCVTNE2PS2BF16 Z7, Z7, Z8
-
-bf16fixed87:
-	VPERMW.Z Z8, Z3, K1, Z7
-
-notrn85:
-	TESTQ     SI, SI
-	JZ        noweight88
-	VMOVUPS.Z (SI)(R8*4), K2, Z8
-	VADDPS    Z5, Z8, Z8
-	VMULPS    Z8, Z7, Z7
-
-noweight88:
-	MOVQ      job_bias+0(AX), R11
-	TESTQ     R11, R11
-	JZ        nobias89
-	VMOVUPS.Z (R11)(R8*4), K2, Z8
-	VADDPS    Z8, Z7, Z7
-
-nobias89:
-	VFPCLASSPSZ    $0xa1, Z7, K3
+	JZ             notrn89
+	VFPCLASSPSZ    $0xa1, Z8, K3
 	KORTESTW       K3, K3
 	JNZ            bf16fix90
-	BYTE $0x62; BYTE $0x72; BYTE $0x47; BYTE $0x48; BYTE $0x72; BYTE $0xc7 // VCVTNE2PS2BF16 Z7, Z7, Z8
+	BYTE $0x62; BYTE $0x52; BYTE $0x3f; BYTE $0x48; BYTE $0x72; BYTE $0xc8 // VCVTNE2PS2BF16 Z8, Z8, Z9
 
 bf16fixed91:
-	VMOVDQU16 Z8, K2, (CX)(R8*2)
+	VPERMW.Z Z9, Z3, K1, Z8
+
+notrn89:
+	TESTQ     SI, SI
+	JZ        noweight92
+	VMOVUPS.Z (SI)(R8*4), K2, Z9
+	VADDPS    Z5, Z9, Z9
+	VMULPS    Z9, Z8, Z8
+
+noweight92:
+	MOVQ      job_bias+0(AX), R11
+	TESTQ     R11, R11
+	JZ        nobias93
+	VMOVUPS.Z (R11)(R8*4), K2, Z9
+	VADDPS    Z9, Z8, Z8
+
+nobias93:
+	VFPCLASSPSZ    $0xa1, Z8, K3
+	KORTESTW       K3, K3
+	JNZ            bf16fix94
+	BYTE $0x62; BYTE $0x52; BYTE $0x3f; BYTE $0x48; BYTE $0x72; BYTE $0xc8 // VCVTNE2PS2BF16 Z8, Z8, Z9
+
+bf16fixed95:
+	VMOVDQU16 Z9, K2, (CX)(R8*2)
 	ADDQ      R10, R8
 	CMPQ      R8, job_d+0(AX)
 	JB        scalentgo
 
 scaled:
 	ADDQ DI, DX
-	ADDQ 328(SP), CX
+	ADDQ 392(SP), CX
 	ADDQ DI, BX
-	INCQ 320(SP)
-	MOVQ 352(SP), R8
+	INCQ 384(SP)
+	MOVQ 416(SP), R8
 	INCQ R8
-	MOVQ R8, 352(SP)
-	CMPQ R8, 344(SP)
+	MOVQ R8, 416(SP)
+	CMPQ R8, 408(SP)
 	JB   scalerow
 	JMP  row
 
@@ -57935,453 +59020,453 @@ ret:
 
 vzero:
 	VZEROUPPER
-	MOVQ 320(SP), AX
+	MOVQ 384(SP), AX
 	MOVQ AX, ret+24(FP)
 	RET
 
-bf16fix8:
-	VPSRLD       $0x10, Z7, Z13
+bf16fix12:
+	VPSRLD       $0x10, Z8, Z13
 	VPANDD       Z0, Z13, Z13
 	VPADDD       Z1, Z13, Z13
-	VPADDD       Z7, Z13, Z13
-	VFPCLASSPSZ  $0x81, Z7, K2
-	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z13
-	VPSRLD       $0x10, Z8, Z7
-	VPANDD       Z0, Z7, Z7
-	VPADDD       Z1, Z7, Z7
-	VPADDD       Z8, Z7, Z7
+	VPADDD       Z8, Z13, Z13
 	VFPCLASSPSZ  $0x81, Z8, K2
-	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z7
-	VPERMT2W     Z7, Z2, Z13
-	JMP          bf16fixed9
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z13
+	VPSRLD       $0x10, Z9, Z8
+	VPANDD       Z0, Z8, Z8
+	VPADDD       Z1, Z8, Z8
+	VPADDD       Z9, Z8, Z8
+	VFPCLASSPSZ  $0x81, Z9, K2
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z8
+	VPERMT2W     Z8, Z2, Z13
+	JMP          bf16fixed13
 
-bf16fix10:
-	VPSRLD       $0x10, Z9, Z13
+bf16fix14:
+	VPSRLD       $0x10, Z10, Z13
 	VPANDD       Z0, Z13, Z13
 	VPADDD       Z1, Z13, Z13
-	VPADDD       Z9, Z13, Z13
-	VFPCLASSPSZ  $0x81, Z9, K2
+	VPADDD       Z10, Z13, Z13
+	VFPCLASSPSZ  $0x81, Z10, K2
 	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z13
+	VPSRLD       $0x10, Z11, Z10
+	VPANDD       Z0, Z10, Z10
+	VPADDD       Z1, Z10, Z10
+	VPADDD       Z11, Z10, Z10
+	VFPCLASSPSZ  $0x81, Z11, K2
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z10
+	VPERMT2W     Z10, Z2, Z13
+	JMP          bf16fixed15
+
+bf16fix17:
+	VPSRLD       $0x10, Z8, Z13
+	VPANDD       Z0, Z13, Z13
+	VPADDD       Z1, Z13, Z13
+	VPADDD       Z8, Z13, Z13
+	VFPCLASSPSZ  $0x81, Z8, K2
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z13
+	VPSRLD       $0x10, Z9, Z8
+	VPANDD       Z0, Z8, Z8
+	VPADDD       Z1, Z8, Z8
+	VPADDD       Z9, Z8, Z8
+	VFPCLASSPSZ  $0x81, Z9, K2
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z8
+	VPERMT2W     Z8, Z2, Z13
+	JMP          bf16fixed18
+
+bf16fix19:
+	VPSRLD       $0x10, Z10, Z8
+	VPANDD       Z0, Z8, Z8
+	VPADDD       Z1, Z8, Z8
+	VPADDD       Z10, Z8, Z8
+	VFPCLASSPSZ  $0x81, Z10, K2
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z8
 	VPSRLD       $0x10, Z11, Z9
 	VPANDD       Z0, Z9, Z9
 	VPADDD       Z1, Z9, Z9
 	VPADDD       Z11, Z9, Z9
 	VFPCLASSPSZ  $0x81, Z11, K2
 	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z9
-	VPERMT2W     Z9, Z2, Z13
-	JMP          bf16fixed11
+	VPERMT2W     Z9, Z2, Z8
+	JMP          bf16fixed20
 
-bf16fix13:
-	VPSRLD       $0x10, Z7, Z13
+bf16fix22:
+	VPSRLD       $0x10, Z8, Z13
 	VPANDD       Z0, Z13, Z13
 	VPADDD       Z1, Z13, Z13
-	VPADDD       Z7, Z13, Z13
-	VFPCLASSPSZ  $0x81, Z7, K2
-	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z13
-	VPSRLD       $0x10, Z8, Z7
-	VPANDD       Z0, Z7, Z7
-	VPADDD       Z1, Z7, Z7
-	VPADDD       Z8, Z7, Z7
+	VPADDD       Z8, Z13, Z13
 	VFPCLASSPSZ  $0x81, Z8, K2
-	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z7
-	VPERMT2W     Z7, Z2, Z13
-	JMP          bf16fixed14
-
-bf16fix15:
-	VPSRLD       $0x10, Z9, Z7
-	VPANDD       Z0, Z7, Z7
-	VPADDD       Z1, Z7, Z7
-	VPADDD       Z9, Z7, Z7
-	VFPCLASSPSZ  $0x81, Z9, K2
-	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z7
-	VPSRLD       $0x10, Z11, Z8
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z13
+	VPSRLD       $0x10, Z9, Z8
 	VPANDD       Z0, Z8, Z8
 	VPADDD       Z1, Z8, Z8
-	VPADDD       Z11, Z8, Z8
-	VFPCLASSPSZ  $0x81, Z11, K2
-	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z8
-	VPERMT2W     Z8, Z2, Z7
-	JMP          bf16fixed16
-
-bf16fix18:
-	VPSRLD       $0x10, Z7, Z13
-	VPANDD       Z0, Z13, Z13
-	VPADDD       Z1, Z13, Z13
-	VPADDD       Z7, Z13, Z13
-	VFPCLASSPSZ  $0x81, Z7, K2
-	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z13
-	VPSRLD       $0x10, Z8, Z7
-	VPANDD       Z0, Z7, Z7
-	VPADDD       Z1, Z7, Z7
-	VPADDD       Z8, Z7, Z7
-	VFPCLASSPSZ  $0x81, Z8, K2
-	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z7
-	VPERMT2W     Z7, Z2, Z13
-	JMP          bf16fixed19
-
-bf16fix20:
-	VPSRLD       $0x10, Z9, Z13
-	VPANDD       Z0, Z13, Z13
-	VPADDD       Z1, Z13, Z13
-	VPADDD       Z9, Z13, Z13
+	VPADDD       Z9, Z8, Z8
 	VFPCLASSPSZ  $0x81, Z9, K2
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z8
+	VPERMT2W     Z8, Z2, Z13
+	JMP          bf16fixed23
+
+bf16fix24:
+	VPSRLD       $0x10, Z10, Z13
+	VPANDD       Z0, Z13, Z13
+	VPADDD       Z1, Z13, Z13
+	VPADDD       Z10, Z13, Z13
+	VFPCLASSPSZ  $0x81, Z10, K2
 	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z13
+	VPSRLD       $0x10, Z11, Z10
+	VPANDD       Z0, Z10, Z10
+	VPADDD       Z1, Z10, Z10
+	VPADDD       Z11, Z10, Z10
+	VFPCLASSPSZ  $0x81, Z11, K2
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z10
+	VPERMT2W     Z10, Z2, Z13
+	JMP          bf16fixed25
+
+bf16fix27:
+	VPSRLD       $0x10, Z8, Z13
+	VPANDD       Z0, Z13, Z13
+	VPADDD       Z1, Z13, Z13
+	VPADDD       Z8, Z13, Z13
+	VFPCLASSPSZ  $0x81, Z8, K2
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z13
+	VPSRLD       $0x10, Z9, Z8
+	VPANDD       Z0, Z8, Z8
+	VPADDD       Z1, Z8, Z8
+	VPADDD       Z9, Z8, Z8
+	VFPCLASSPSZ  $0x81, Z9, K2
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z8
+	VPERMT2W     Z8, Z2, Z13
+	JMP          bf16fixed28
+
+bf16fix29:
+	VPSRLD       $0x10, Z10, Z8
+	VPANDD       Z0, Z8, Z8
+	VPADDD       Z1, Z8, Z8
+	VPADDD       Z10, Z8, Z8
+	VFPCLASSPSZ  $0x81, Z10, K2
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z8
 	VPSRLD       $0x10, Z11, Z9
 	VPANDD       Z0, Z9, Z9
 	VPADDD       Z1, Z9, Z9
 	VPADDD       Z11, Z9, Z9
 	VFPCLASSPSZ  $0x81, Z11, K2
 	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z9
-	VPERMT2W     Z9, Z2, Z13
-	JMP          bf16fixed21
+	VPERMT2W     Z9, Z2, Z8
+	JMP          bf16fixed30
 
-bf16fix23:
-	VPSRLD       $0x10, Z7, Z13
+bf16fix32:
+	VPSRLD       $0x10, Z8, Z13
 	VPANDD       Z0, Z13, Z13
 	VPADDD       Z1, Z13, Z13
-	VPADDD       Z7, Z13, Z13
-	VFPCLASSPSZ  $0x81, Z7, K2
-	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z13
-	VPSRLD       $0x10, Z8, Z7
-	VPANDD       Z0, Z7, Z7
-	VPADDD       Z1, Z7, Z7
-	VPADDD       Z8, Z7, Z7
+	VPADDD       Z8, Z13, Z13
 	VFPCLASSPSZ  $0x81, Z8, K2
-	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z7
-	VPERMT2W     Z7, Z2, Z13
-	JMP          bf16fixed24
-
-bf16fix25:
-	VPSRLD       $0x10, Z9, Z7
-	VPANDD       Z0, Z7, Z7
-	VPADDD       Z1, Z7, Z7
-	VPADDD       Z9, Z7, Z7
-	VFPCLASSPSZ  $0x81, Z9, K2
-	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z7
-	VPSRLD       $0x10, Z11, Z8
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z13
+	VPSRLD       $0x10, Z9, Z8
 	VPANDD       Z0, Z8, Z8
 	VPADDD       Z1, Z8, Z8
-	VPADDD       Z11, Z8, Z8
-	VFPCLASSPSZ  $0x81, Z11, K2
-	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z8
-	VPERMT2W     Z8, Z2, Z7
-	JMP          bf16fixed26
-
-bf16fix28:
-	VPSRLD       $0x10, Z7, Z13
-	VPANDD       Z0, Z13, Z13
-	VPADDD       Z1, Z13, Z13
-	VPADDD       Z7, Z13, Z13
-	VFPCLASSPSZ  $0x81, Z7, K2
-	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z13
-	VPSRLD       $0x10, Z8, Z7
-	VPANDD       Z0, Z7, Z7
-	VPADDD       Z1, Z7, Z7
-	VPADDD       Z8, Z7, Z7
-	VFPCLASSPSZ  $0x81, Z8, K2
-	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z7
-	VPERMT2W     Z7, Z2, Z13
-	JMP          bf16fixed29
-
-bf16fix30:
-	VPSRLD       $0x10, Z9, Z7
-	VPANDD       Z0, Z7, Z7
-	VPADDD       Z1, Z7, Z7
-	VPADDD       Z9, Z7, Z7
+	VPADDD       Z9, Z8, Z8
 	VFPCLASSPSZ  $0x81, Z9, K2
-	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z7
-	VPSRLD       $0x10, Z11, Z8
-	VPANDD       Z0, Z8, Z8
-	VPADDD       Z1, Z8, Z8
-	VPADDD       Z11, Z8, Z8
-	VFPCLASSPSZ  $0x81, Z11, K2
 	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z8
-	VPERMT2W     Z8, Z2, Z7
-	JMP          bf16fixed31
+	VPERMT2W     Z8, Z2, Z13
+	JMP          bf16fixed33
 
 bf16fix34:
-	VPSRLD       $0x10, Z7, Z13
-	VPANDD       Z0, Z13, Z13
-	VPADDD       Z1, Z13, Z13
-	VPADDD       Z7, Z13, Z13
-	VFPCLASSPSZ  $0x81, Z7, K2
-	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z13
-	VPSRLD       $0x10, Z8, Z7
-	VPANDD       Z0, Z7, Z7
-	VPADDD       Z1, Z7, Z7
-	VPADDD       Z8, Z7, Z7
-	VFPCLASSPSZ  $0x81, Z8, K2
-	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z7
-	VPERMT2W     Z7, Z2, Z13
+	VPSRLD       $0x10, Z10, Z8
+	VPANDD       Z0, Z8, Z8
+	VPADDD       Z1, Z8, Z8
+	VPADDD       Z10, Z8, Z8
+	VFPCLASSPSZ  $0x81, Z10, K2
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z8
+	VPSRLD       $0x10, Z11, Z9
+	VPANDD       Z0, Z9, Z9
+	VPADDD       Z1, Z9, Z9
+	VPADDD       Z11, Z9, Z9
+	VFPCLASSPSZ  $0x81, Z11, K2
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z9
+	VPERMT2W     Z9, Z2, Z8
 	JMP          bf16fixed35
 
-bf16fix36:
-	VPSRLD       $0x10, Z9, Z13
+bf16fix38:
+	VPSRLD       $0x10, Z8, Z13
 	VPANDD       Z0, Z13, Z13
 	VPADDD       Z1, Z13, Z13
-	VPADDD       Z9, Z13, Z13
-	VFPCLASSPSZ  $0x81, Z9, K2
+	VPADDD       Z8, Z13, Z13
+	VFPCLASSPSZ  $0x81, Z8, K2
 	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z13
+	VPSRLD       $0x10, Z9, Z8
+	VPANDD       Z0, Z8, Z8
+	VPADDD       Z1, Z8, Z8
+	VPADDD       Z9, Z8, Z8
+	VFPCLASSPSZ  $0x81, Z9, K2
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z8
+	VPERMT2W     Z8, Z2, Z13
+	JMP          bf16fixed39
+
+bf16fix40:
+	VPSRLD       $0x10, Z10, Z13
+	VPANDD       Z0, Z13, Z13
+	VPADDD       Z1, Z13, Z13
+	VPADDD       Z10, Z13, Z13
+	VFPCLASSPSZ  $0x81, Z10, K2
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z13
+	VPSRLD       $0x10, Z11, Z10
+	VPANDD       Z0, Z10, Z10
+	VPADDD       Z1, Z10, Z10
+	VPADDD       Z11, Z10, Z10
+	VFPCLASSPSZ  $0x81, Z11, K2
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z10
+	VPERMT2W     Z10, Z2, Z13
+	JMP          bf16fixed41
+
+bf16fix43:
+	VPSRLD       $0x10, Z8, Z13
+	VPANDD       Z0, Z13, Z13
+	VPADDD       Z1, Z13, Z13
+	VPADDD       Z8, Z13, Z13
+	VFPCLASSPSZ  $0x81, Z8, K2
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z13
+	VPSRLD       $0x10, Z9, Z8
+	VPANDD       Z0, Z8, Z8
+	VPADDD       Z1, Z8, Z8
+	VPADDD       Z9, Z8, Z8
+	VFPCLASSPSZ  $0x81, Z9, K2
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z8
+	VPERMT2W     Z8, Z2, Z13
+	JMP          bf16fixed44
+
+bf16fix45:
+	VPSRLD       $0x10, Z10, Z8
+	VPANDD       Z0, Z8, Z8
+	VPADDD       Z1, Z8, Z8
+	VPADDD       Z10, Z8, Z8
+	VFPCLASSPSZ  $0x81, Z10, K2
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z8
 	VPSRLD       $0x10, Z11, Z9
 	VPANDD       Z0, Z9, Z9
 	VPADDD       Z1, Z9, Z9
 	VPADDD       Z11, Z9, Z9
 	VFPCLASSPSZ  $0x81, Z11, K2
 	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z9
-	VPERMT2W     Z9, Z2, Z13
-	JMP          bf16fixed37
+	VPERMT2W     Z9, Z2, Z8
+	JMP          bf16fixed46
 
-bf16fix39:
-	VPSRLD       $0x10, Z7, Z13
+bf16fix48:
+	VPSRLD       $0x10, Z8, Z13
 	VPANDD       Z0, Z13, Z13
 	VPADDD       Z1, Z13, Z13
-	VPADDD       Z7, Z13, Z13
-	VFPCLASSPSZ  $0x81, Z7, K2
-	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z13
-	VPSRLD       $0x10, Z8, Z7
-	VPANDD       Z0, Z7, Z7
-	VPADDD       Z1, Z7, Z7
-	VPADDD       Z8, Z7, Z7
+	VPADDD       Z8, Z13, Z13
 	VFPCLASSPSZ  $0x81, Z8, K2
-	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z7
-	VPERMT2W     Z7, Z2, Z13
-	JMP          bf16fixed40
-
-bf16fix41:
-	VPSRLD       $0x10, Z9, Z7
-	VPANDD       Z0, Z7, Z7
-	VPADDD       Z1, Z7, Z7
-	VPADDD       Z9, Z7, Z7
-	VFPCLASSPSZ  $0x81, Z9, K2
-	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z7
-	VPSRLD       $0x10, Z11, Z8
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z13
+	VPSRLD       $0x10, Z9, Z8
 	VPANDD       Z0, Z8, Z8
 	VPADDD       Z1, Z8, Z8
-	VPADDD       Z11, Z8, Z8
-	VFPCLASSPSZ  $0x81, Z11, K2
-	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z8
-	VPERMT2W     Z8, Z2, Z7
-	JMP          bf16fixed42
-
-bf16fix44:
-	VPSRLD       $0x10, Z7, Z13
-	VPANDD       Z0, Z13, Z13
-	VPADDD       Z1, Z13, Z13
-	VPADDD       Z7, Z13, Z13
-	VFPCLASSPSZ  $0x81, Z7, K2
-	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z13
-	VPSRLD       $0x10, Z8, Z7
-	VPANDD       Z0, Z7, Z7
-	VPADDD       Z1, Z7, Z7
-	VPADDD       Z8, Z7, Z7
-	VFPCLASSPSZ  $0x81, Z8, K2
-	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z7
-	VPERMT2W     Z7, Z2, Z13
-	JMP          bf16fixed45
-
-bf16fix46:
-	VPSRLD       $0x10, Z9, Z13
-	VPANDD       Z0, Z13, Z13
-	VPADDD       Z1, Z13, Z13
-	VPADDD       Z9, Z13, Z13
+	VPADDD       Z9, Z8, Z8
 	VFPCLASSPSZ  $0x81, Z9, K2
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z8
+	VPERMT2W     Z8, Z2, Z13
+	JMP          bf16fixed49
+
+bf16fix50:
+	VPSRLD       $0x10, Z10, Z13
+	VPANDD       Z0, Z13, Z13
+	VPADDD       Z1, Z13, Z13
+	VPADDD       Z10, Z13, Z13
+	VFPCLASSPSZ  $0x81, Z10, K2
 	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z13
+	VPSRLD       $0x10, Z11, Z10
+	VPANDD       Z0, Z10, Z10
+	VPADDD       Z1, Z10, Z10
+	VPADDD       Z11, Z10, Z10
+	VFPCLASSPSZ  $0x81, Z11, K2
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z10
+	VPERMT2W     Z10, Z2, Z13
+	JMP          bf16fixed51
+
+bf16fix53:
+	VPSRLD       $0x10, Z8, Z13
+	VPANDD       Z0, Z13, Z13
+	VPADDD       Z1, Z13, Z13
+	VPADDD       Z8, Z13, Z13
+	VFPCLASSPSZ  $0x81, Z8, K2
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z13
+	VPSRLD       $0x10, Z9, Z8
+	VPANDD       Z0, Z8, Z8
+	VPADDD       Z1, Z8, Z8
+	VPADDD       Z9, Z8, Z8
+	VFPCLASSPSZ  $0x81, Z9, K2
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z8
+	VPERMT2W     Z8, Z2, Z13
+	JMP          bf16fixed54
+
+bf16fix55:
+	VPSRLD       $0x10, Z10, Z8
+	VPANDD       Z0, Z8, Z8
+	VPADDD       Z1, Z8, Z8
+	VPADDD       Z10, Z8, Z8
+	VFPCLASSPSZ  $0x81, Z10, K2
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z8
 	VPSRLD       $0x10, Z11, Z9
 	VPANDD       Z0, Z9, Z9
 	VPADDD       Z1, Z9, Z9
 	VPADDD       Z11, Z9, Z9
 	VFPCLASSPSZ  $0x81, Z11, K2
 	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z9
-	VPERMT2W     Z9, Z2, Z13
-	JMP          bf16fixed47
+	VPERMT2W     Z9, Z2, Z8
+	JMP          bf16fixed56
 
-bf16fix49:
-	VPSRLD       $0x10, Z7, Z13
+bf16fix58:
+	VPSRLD       $0x10, Z8, Z13
 	VPANDD       Z0, Z13, Z13
 	VPADDD       Z1, Z13, Z13
-	VPADDD       Z7, Z13, Z13
-	VFPCLASSPSZ  $0x81, Z7, K2
-	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z13
-	VPSRLD       $0x10, Z8, Z7
-	VPANDD       Z0, Z7, Z7
-	VPADDD       Z1, Z7, Z7
-	VPADDD       Z8, Z7, Z7
+	VPADDD       Z8, Z13, Z13
 	VFPCLASSPSZ  $0x81, Z8, K2
-	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z7
-	VPERMT2W     Z7, Z2, Z13
-	JMP          bf16fixed50
-
-bf16fix51:
-	VPSRLD       $0x10, Z9, Z7
-	VPANDD       Z0, Z7, Z7
-	VPADDD       Z1, Z7, Z7
-	VPADDD       Z9, Z7, Z7
-	VFPCLASSPSZ  $0x81, Z9, K2
-	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z7
-	VPSRLD       $0x10, Z11, Z8
-	VPANDD       Z0, Z8, Z8
-	VPADDD       Z1, Z8, Z8
-	VPADDD       Z11, Z8, Z8
-	VFPCLASSPSZ  $0x81, Z11, K2
-	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z8
-	VPERMT2W     Z8, Z2, Z7
-	JMP          bf16fixed52
-
-bf16fix54:
-	VPSRLD       $0x10, Z7, Z13
-	VPANDD       Z0, Z13, Z13
-	VPADDD       Z1, Z13, Z13
-	VPADDD       Z7, Z13, Z13
-	VFPCLASSPSZ  $0x81, Z7, K2
 	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z13
-	VPSRLD       $0x10, Z8, Z7
-	VPANDD       Z0, Z7, Z7
-	VPADDD       Z1, Z7, Z7
-	VPADDD       Z8, Z7, Z7
-	VFPCLASSPSZ  $0x81, Z8, K2
-	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z7
-	VPERMT2W     Z7, Z2, Z13
-	JMP          bf16fixed55
-
-bf16fix56:
-	VPSRLD       $0x10, Z9, Z7
-	VPANDD       Z0, Z7, Z7
-	VPADDD       Z1, Z7, Z7
-	VPADDD       Z9, Z7, Z7
+	VPSRLD       $0x10, Z9, Z8
+	VPANDD       Z0, Z8, Z8
+	VPADDD       Z1, Z8, Z8
+	VPADDD       Z9, Z8, Z8
 	VFPCLASSPSZ  $0x81, Z9, K2
-	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z7
-	VPSRLD       $0x10, Z11, Z8
-	VPANDD       Z0, Z8, Z8
-	VPADDD       Z1, Z8, Z8
-	VPADDD       Z11, Z8, Z8
-	VFPCLASSPSZ  $0x81, Z11, K2
 	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z8
-	VPERMT2W     Z8, Z2, Z7
-	JMP          bf16fixed57
+	VPERMT2W     Z8, Z2, Z13
+	JMP          bf16fixed59
 
-bf16fix59:
-	VPSRLD       $0x10, Z7, Z8
+bf16fix60:
+	VPSRLD       $0x10, Z10, Z8
 	VPANDD       Z0, Z8, Z8
 	VPADDD       Z1, Z8, Z8
-	VPADDD       Z7, Z8, Z8
-	VFPCLASSPSZ  $0x81, Z7, K2
+	VPADDD       Z10, Z8, Z8
+	VFPCLASSPSZ  $0x81, Z10, K2
 	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z8
-	VPERMT2W     Z8, Z2, Z8
-	JMP          bf16fixed60
+	VPSRLD       $0x10, Z11, Z9
+	VPANDD       Z0, Z9, Z9
+	VPADDD       Z1, Z9, Z9
+	VPADDD       Z11, Z9, Z9
+	VFPCLASSPSZ  $0x81, Z11, K2
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z9
+	VPERMT2W     Z9, Z2, Z8
+	JMP          bf16fixed61
 
 bf16fix63:
-	VPSRLD       $0x10, Z7, Z8
-	VPANDD       Z0, Z8, Z8
-	VPADDD       Z1, Z8, Z8
-	VPADDD       Z7, Z8, Z8
-	VFPCLASSPSZ  $0x81, Z7, K2
-	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z8
-	VPERMT2W     Z8, Z2, Z8
+	VPSRLD       $0x10, Z8, Z9
+	VPANDD       Z0, Z9, Z9
+	VPADDD       Z1, Z9, Z9
+	VPADDD       Z8, Z9, Z9
+	VFPCLASSPSZ  $0x81, Z8, K2
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z9
+	VPERMT2W     Z9, Z2, Z9
 	JMP          bf16fixed64
 
 bf16fix67:
-	VPSRLD       $0x10, Z7, Z13
-	VPANDD       Z0, Z13, Z13
-	VPADDD       Z1, Z13, Z13
-	VPADDD       Z7, Z13, Z13
-	VFPCLASSPSZ  $0x81, Z7, K2
-	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z13
-	VPSRLD       $0x10, Z8, Z7
-	VPANDD       Z0, Z7, Z7
-	VPADDD       Z1, Z7, Z7
-	VPADDD       Z8, Z7, Z7
+	VPSRLD       $0x10, Z8, Z9
+	VPANDD       Z0, Z9, Z9
+	VPADDD       Z1, Z9, Z9
+	VPADDD       Z8, Z9, Z9
 	VFPCLASSPSZ  $0x81, Z8, K2
-	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z7
-	VPERMT2W     Z7, Z2, Z13
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z9
+	VPERMT2W     Z9, Z2, Z9
 	JMP          bf16fixed68
 
-bf16fix69:
-	VPSRLD       $0x10, Z9, Z13
+bf16fix71:
+	VPSRLD       $0x10, Z8, Z13
 	VPANDD       Z0, Z13, Z13
 	VPADDD       Z1, Z13, Z13
-	VPADDD       Z9, Z13, Z13
-	VFPCLASSPSZ  $0x81, Z9, K2
+	VPADDD       Z8, Z13, Z13
+	VFPCLASSPSZ  $0x81, Z8, K2
 	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z13
+	VPSRLD       $0x10, Z9, Z8
+	VPANDD       Z0, Z8, Z8
+	VPADDD       Z1, Z8, Z8
+	VPADDD       Z9, Z8, Z8
+	VFPCLASSPSZ  $0x81, Z9, K2
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z8
+	VPERMT2W     Z8, Z2, Z13
+	JMP          bf16fixed72
+
+bf16fix73:
+	VPSRLD       $0x10, Z10, Z13
+	VPANDD       Z0, Z13, Z13
+	VPADDD       Z1, Z13, Z13
+	VPADDD       Z10, Z13, Z13
+	VFPCLASSPSZ  $0x81, Z10, K2
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z13
+	VPSRLD       $0x10, Z11, Z10
+	VPANDD       Z0, Z10, Z10
+	VPADDD       Z1, Z10, Z10
+	VPADDD       Z11, Z10, Z10
+	VFPCLASSPSZ  $0x81, Z11, K2
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z10
+	VPERMT2W     Z10, Z2, Z13
+	JMP          bf16fixed74
+
+bf16fix78:
+	VPSRLD       $0x10, Z8, Z13
+	VPANDD       Z0, Z13, Z13
+	VPADDD       Z1, Z13, Z13
+	VPADDD       Z8, Z13, Z13
+	VFPCLASSPSZ  $0x81, Z8, K2
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z13
+	VPSRLD       $0x10, Z9, Z8
+	VPANDD       Z0, Z8, Z8
+	VPADDD       Z1, Z8, Z8
+	VPADDD       Z9, Z8, Z8
+	VFPCLASSPSZ  $0x81, Z9, K2
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z8
+	VPERMT2W     Z8, Z2, Z13
+	JMP          bf16fixed79
+
+bf16fix80:
+	VPSRLD       $0x10, Z10, Z8
+	VPANDD       Z0, Z8, Z8
+	VPADDD       Z1, Z8, Z8
+	VPADDD       Z10, Z8, Z8
+	VFPCLASSPSZ  $0x81, Z10, K2
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z8
 	VPSRLD       $0x10, Z11, Z9
 	VPANDD       Z0, Z9, Z9
 	VPADDD       Z1, Z9, Z9
 	VPADDD       Z11, Z9, Z9
 	VFPCLASSPSZ  $0x81, Z11, K2
 	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z9
-	VPERMT2W     Z9, Z2, Z13
-	JMP          bf16fixed70
-
-bf16fix74:
-	VPSRLD       $0x10, Z7, Z13
-	VPANDD       Z0, Z13, Z13
-	VPADDD       Z1, Z13, Z13
-	VPADDD       Z7, Z13, Z13
-	VFPCLASSPSZ  $0x81, Z7, K2
-	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z13
-	VPSRLD       $0x10, Z8, Z7
-	VPANDD       Z0, Z7, Z7
-	VPADDD       Z1, Z7, Z7
-	VPADDD       Z8, Z7, Z7
-	VFPCLASSPSZ  $0x81, Z8, K2
-	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z7
-	VPERMT2W     Z7, Z2, Z13
-	JMP          bf16fixed75
-
-bf16fix76:
-	VPSRLD       $0x10, Z9, Z7
-	VPANDD       Z0, Z7, Z7
-	VPADDD       Z1, Z7, Z7
-	VPADDD       Z9, Z7, Z7
-	VFPCLASSPSZ  $0x81, Z9, K2
-	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z7
-	VPSRLD       $0x10, Z11, Z8
-	VPANDD       Z0, Z8, Z8
-	VPADDD       Z1, Z8, Z8
-	VPADDD       Z11, Z8, Z8
-	VFPCLASSPSZ  $0x81, Z11, K2
-	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z8
-	VPERMT2W     Z8, Z2, Z7
-	JMP          bf16fixed77
-
-bf16fix79:
-	VPSRLD       $0x10, Z7, Z8
-	VPANDD       Z0, Z8, Z8
-	VPADDD       Z1, Z8, Z8
-	VPADDD       Z7, Z8, Z8
-	VFPCLASSPSZ  $0x81, Z7, K2
-	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z8
-	VPERMT2W     Z8, Z2, Z8
-	JMP          bf16fixed80
+	VPERMT2W     Z9, Z2, Z8
+	JMP          bf16fixed81
 
 bf16fix83:
-	VPSRLD       $0x10, Z7, Z8
-	VPANDD       Z0, Z8, Z8
-	VPADDD       Z1, Z8, Z8
-	VPADDD       Z7, Z8, Z8
-	VFPCLASSPSZ  $0x81, Z7, K2
-	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z8
-	VPERMT2W     Z8, Z2, Z8
+	VPSRLD       $0x10, Z8, Z9
+	VPANDD       Z0, Z9, Z9
+	VPADDD       Z1, Z9, Z9
+	VPADDD       Z8, Z9, Z9
+	VFPCLASSPSZ  $0x81, Z8, K2
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z9
+	VPERMT2W     Z9, Z2, Z9
 	JMP          bf16fixed84
 
-bf16fix86:
-	VPSRLD       $0x10, Z7, Z8
-	VPANDD       Z0, Z8, Z8
-	VPADDD       Z1, Z8, Z8
-	VPADDD       Z7, Z8, Z8
-	VFPCLASSPSZ  $0x81, Z7, K3
-	VPBROADCASTD avx512bfnanhigh<>+0(SB), K3, Z8
-	VPERMT2W     Z8, Z2, Z8
-	JMP          bf16fixed87
+bf16fix87:
+	VPSRLD       $0x10, Z8, Z9
+	VPANDD       Z0, Z9, Z9
+	VPADDD       Z1, Z9, Z9
+	VPADDD       Z8, Z9, Z9
+	VFPCLASSPSZ  $0x81, Z8, K2
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z9
+	VPERMT2W     Z9, Z2, Z9
+	JMP          bf16fixed88
 
 bf16fix90:
-	VPSRLD       $0x10, Z7, Z8
-	VPANDD       Z0, Z8, Z8
-	VPADDD       Z1, Z8, Z8
-	VPADDD       Z7, Z8, Z8
-	VFPCLASSPSZ  $0x81, Z7, K3
-	VPBROADCASTD avx512bfnanhigh<>+0(SB), K3, Z8
-	VPERMT2W     Z8, Z2, Z8
+	VPSRLD       $0x10, Z8, Z9
+	VPANDD       Z0, Z9, Z9
+	VPADDD       Z1, Z9, Z9
+	VPADDD       Z8, Z9, Z9
+	VFPCLASSPSZ  $0x81, Z8, K3
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K3, Z9
+	VPERMT2W     Z9, Z2, Z9
 	JMP          bf16fixed91
+
+bf16fix94:
+	VPSRLD       $0x10, Z8, Z9
+	VPANDD       Z0, Z9, Z9
+	VPADDD       Z1, Z9, Z9
+	VPADDD       Z8, Z9, Z9
+	VFPCLASSPSZ  $0x81, Z8, K3
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K3, Z9
+	VPERMT2W     Z9, Z2, Z9
+	JMP          bf16fixed95
 
 // func avx512bf16NarrowBF16(dst uintptr, src uintptr, n int)
 // Requires: AVX, AVX512BF16, AVX512BW, AVX512DQ, AVX512F

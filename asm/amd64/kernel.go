@@ -222,9 +222,7 @@ func kernel(s *isa, prefix string, v spec.Variant, cvt bool) {
 		inv = ZMM()
 	}
 	g.invOne(p, inv)
-	if !v.Layer || g.layerGroups() {
-		g.invGroup(inv)
-	}
+	g.invGroup(inv) // the RMSNorm functions' groups, and the Layer ones' (layerGroups)
 	g.scaleRows(inv)
 
 	g.epilogue()
@@ -370,8 +368,9 @@ func (g *gen) pickRows() {
 	MOVQ(U32(1), g.pend)
 	CMPQ(g.field(spec.Job.Res), U8(0))
 	JNE(LabelRef("addsum"))
-	if g.v.Layer && !g.layerGroups() {
-		return // no groups: the sum pass follows
+	if g.layerGroups() && g.s == avx512 {
+		TESTL(U32(spec.FlagGroups), g.flags())
+		JZ(LabelRef("sum")) // the AVX-512 Layer functions take groups under FlagGroups only
 	}
 	CMPQ(g.skip, U8(0))
 	JE(LabelRef("trygroup"))

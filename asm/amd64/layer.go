@@ -9,8 +9,8 @@ import (
 )
 
 // The Layer functions (spec.Variant.Layer: LayerNorm, a Norm with Center or Bias) are the kernel
-// function of their format with a few switches, one row at a time, or on AVX2 four short rows
-// at a time (layerGroups):
+// function of their format with a few switches, one row at a time, or four short rows at a time
+// (layerGroups: on AVX2 always, on AVX-512 under spec.FlagGroups):
 //
 //	sum:      with flagCenter, the sum of x (with a residual, addsum: of h = x + res, stored to
 //	          res) in the 64 partials (under FlagPipe, in the scale loop of the row before: pipe);
@@ -37,12 +37,14 @@ const (
 )
 
 // layerGroups reports whether the Layer function takes short rows four at a time, as the RMSNorm
-// functions do (AVX2): the sums of the group's rows, their four means in one register, the
-// centered squares of each row with its mean, then invGroup and the scale pass, each row with its
-// mean from g.means. The latencies of the two reductions and the divisions, which a short row
-// waits on one after the other, overlap across the rows of a group. A group with a sum that is not
-// finite or a t out of range is redone a row at a time, which stops at that row (see meanGroup).
-func (g *gen) layerGroups() bool { return g.v.Layer && g.s == avx2 }
+// functions do: the sums of the group's rows, their four means in one register, the centered
+// squares of each row with its mean, then invGroup and the scale pass, each row with its mean
+// from g.means. The latencies of the two reductions and the divisions, which a short row waits on
+// one after the other, overlap across the rows of a group. A group with a sum that is not finite
+// or a t out of range is redone a row at a time, which stops at that row (see meanGroup). The
+// AVX2 functions always take groups; the AVX-512 ones only under spec.FlagGroups (pickRows),
+// which the Go side sets on the CPUs where they were measured faster (streamrule.LayerGroups).
+func (g *gen) layerGroups() bool { return g.v.Layer }
 
 // layerSums emits the sum passes of a Layer function and returns the register holding the
 // partly reduced partials of the centered squares, for invOne (or for invGroup, through g.q).
@@ -82,7 +84,12 @@ func (g *gen) layerSums(acc []VecVirtual) VecVirtual {
 	Label("nocenter")
 	s.zero(g.mv)
 	if groups {
-		VMOVUPS(g.mv.AsX(), g.means) // a group's means: +0
+		// A group's means: +0. The slot is packedBytes wide, as the register of packed.
+		if s == avx2 {
+			VMOVUPS(g.mv.AsX(), g.means)
+		} else {
+			VMOVUPS(g.mv, g.means)
+		}
 	}
 
 	Label("centered")

@@ -414,6 +414,57 @@ func Rows(c CPU, wide bool) RowRule {
 	return RowRule{}
 }
 
+// LayerGroups returns the shortest row that the AVX-512 kernel's Layer functions (LayerNorm, a
+// Norm with Center or a Bias) take four at a time on c, up to LongAbove (FlagGroups), as the AVX2
+// kernel's take every row of at most LongAbove on every CPU: the two reductions and divisions of
+// four rows overlap. 0 means never.
+//
+// Measured on the Zen 5 of Rows, 2026-12-05: LayerNorm (Center, weight and bias) through
+// Norm.Apply and its 16-bit forms, the rows alone and in groups alternated in one process, 21
+// rounds, the ratio of the min ns per row (groups over alone), three runs of different shapes
+// (f32: float32 rows; bf16, f16: 16-bit rows; tobf16, tof16: float32 rows into 16-bit ones):
+//
+//	           f32          bf16         f16     tobf16             tof16
+//	4x64       0.95         0.96                 0.93
+//	64x64      0.92, 0.91   0.99, 0.89   1.01    1.06, 1.05, 1.08   1.13
+//	4096x64    0.94         0.87         1.02    1.06, 1.09         1.14
+//	32768x64                             1.02    1.10               0.96
+//	4x128      0.94, 0.94   0.86, 0.83   0.86    0.92, 0.92, 0.92   0.95
+//	64x128     0.99, 0.99   0.90, 0.84   0.93    0.97, 0.97, 0.97   0.97
+//	4096x128   1.03, 1.02   0.91, 0.85   0.94    0.98, 0.99, 0.98   0.99
+//	32768x128  1.02, 0.85   0.91, 0.91   0.92    1.02, 0.92, 1.01   1.08
+//	4x256      0.90, 0.89   0.71, 0.82   0.74    0.71, 0.73, 0.73   0.72
+//	64x256     1.00, 1.00   0.66, 0.79   0.70    0.69, 0.69, 0.69   0.69
+//	1024x256   1.05, 0.94   0.67, 0.75   0.69    0.75, 0.75, 0.75   0.75
+//	32768x256  0.86         0.66         0.69    0.73, 0.73         0.75
+//	64x320     0.80         0.74         0.69    0.70, 0.71         0.70
+//	4x384      0.75         0.68                 0.75
+//	64x384     0.80, 0.82   0.67, 0.75   0.70    0.73, 0.72, 0.71   0.72
+//	1024x384   0.90         0.69                 0.80
+//	4096x384   0.90         0.77         0.72    0.82, 0.82         0.80
+//	64x448     0.84, 0.80   0.69, 0.77   0.71    0.77, 0.78, 0.74   0.74
+//	64x512     0.95, 0.87   0.73, 0.80   0.76    0.84, 0.84, 0.81   0.84
+//	512x512    1.04, 1.09   0.74, 0.81   0.76    0.89, 0.86, 0.88   0.89
+//	4096x512   0.99         0.80                 0.93
+//
+// Rows of 192 and more gain up to 34% in every form (512x512 f32 lost on its best rounds and
+// gained in the medians, 79.8 against 85.7 ns); rows of 128 gain up to 17% or stay within 3%
+// (one streamed tof16 run 8% slower, its tobf16 runs 1.02, 0.92, 1.01); rows of 64 gain with
+// float32 and bfloat16 rows but mostly lose 5-14% where float32 rows go out as 16-bit ones. So
+// from 128: one bound for every form, which leaves the gains of rows of 64 to keep the losses
+// out.
+// Binaries without and with the groups run in turn showed the same (benchstat of Norm.Apply, 8-10
+// runs each: 64x384 -16% and -21%, 4x384 -27%, 64x448 -18%, rows of 128 within the noise).
+//
+// On other CPUs with AVX-512 (Sapphire Rapids, Emerald Rapids, Zen 4) the groups have not been
+// measured, and every row goes alone.
+func LayerGroups(c CPU) int {
+	if zen5(c) {
+		return 128
+	}
+	return 0
+}
+
 // zen5 reports whether c is an AMD Zen 5: family 0x1a.
 func zen5(c CPU) bool { return c.AMD && c.Family == 0x1a }
 

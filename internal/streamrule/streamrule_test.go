@@ -57,6 +57,13 @@ func TestBytes(t *testing.T) {
 		case c.cpu.AMD && c.cpu.Family == 0x1a: // Zen 5: the rule depends on the kernel
 			want, wantWide = RowRule{Below: 4, Stream: true}, RowRule{From: 2, Short: 384, Stream: true}
 		}
+		wantGroups := 0
+		if c.cpu.AMD && c.cpu.Family == 0x1a { // Zen 5
+			wantGroups = 128
+		}
+		if g := LayerGroups(c.cpu); g != wantGroups {
+			t.Errorf("%s: LayerGroups(%+v) = %d; want %d", c.name, c.cpu, g, wantGroups)
+		}
 		if r := Rows(c.cpu, false); r != want {
 			t.Errorf("%s: Rows(%+v, false) = %+v; want %+v", c.name, c.cpu, r, want)
 		}

@@ -377,6 +377,12 @@ const (
 	// the loop then writes with non-temporal stores, prefetching ahead in its sum pass; a
 	// streamed call whose dst rows are not aligned to the vector takes the general path.
 	FlagRows = 256
+	// FlagGroups (the AVX-512 Layer functions, float32 and 16-bit rows, rows of at most
+	// GroupMax): four rows at a time, the latencies of their two reductions and divisions
+	// overlapping, as the AVX2 Layer functions always take them (layerGroups in the generator);
+	// without it the AVX-512 ones take every row alone. The Go side sets it where
+	// streamrule.LayerGroups says so. The bits are the same either way.
+	FlagGroups = 512
 )
 
 // RowsMax is the longest row that FlagRows sends through the one-row path's loop instead of the
@@ -411,6 +417,7 @@ func GoSpec(header string) string {
 	fmt.Fprintf(&b, "\tflagPipe = %d // streaming (AVX2: float32 rows into float32 or float16, float16 rows into float16; AVX-512: float32 rows into float32): the scale pass of a row sums the next row's squares (LayerNorm: its elements); backward (AVX2, RMSNorm): the dx pass forms the next row's sums\n", FlagPipe)
 	fmt.Fprintf(&b, "\tflagAhead = %d // backward streaming: the sum passes prefetch 1 KiB ahead, the dx pass (with flagNT) the next row\n", FlagAhead)
 	fmt.Fprintf(&b, "\tflagRows = %d // float32 rows one at a time through the one-row path (streamrule.Rows): in cache, of at most rowsMax (up to groupMax where the rule says so) or above groupMax; streamed (with flagNT and flagPF alone), of at most rowsMax (the same)\n", FlagRows)
+	fmt.Fprintf(&b, "\tflagGroups = %d // the AVX-512 Layer functions take rows of at most groupMax four at a time (streamrule.LayerGroups), as the AVX2 ones always do\n", FlagGroups)
 	b.WriteString(")\n\n")
 	fmt.Fprintf(&b, "// gradBlock is the number of rows summed into one partial sum of the weight gradient.\nconst gradBlock = %d\n\n", GradBlock)
 	fmt.Fprintf(&b, "// groupMax is the longest row the kernels normalize four at a time.\nconst groupMax = %d\n\n", GroupMax)

@@ -289,10 +289,11 @@ func applyRows[D, T elem](n *Norm, r *rowsOf[D, T], f format, k kernelID) bool {
 }
 
 // groupsFlag returns flagGroups for a LayerNorm job of rows of d with kernel k when k's Layer
-// functions are the AVX-512 ones and d is from avx512LayerGroups (not 0) to groupMax, else 0 (the
-// AVX2 ones take groups without it).
+// functions are the AVX-512 ones and d is from avx512LayerGroups (not 0) to layerGroupMax, else 0
+// (the AVX2 ones take groups of rows of at most groupMax without it). setMemoryFlags clears it
+// again for rows from memory longer than groupMax.
 func groupsFlag(k kernelID, d int) uint32 {
-	if from := avx512LayerGroups; from > 0 && d >= from && d <= groupMax && (k == kernelAVX512 || k == kernelAVX512BF16) {
+	if from := avx512LayerGroups; from > 0 && d >= from && d <= layerGroupMax && (k == kernelAVX512 || k == kernelAVX512BF16) {
 		return flagGroups
 	}
 	return 0

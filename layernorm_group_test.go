@@ -7,8 +7,8 @@ import (
 )
 
 // TestLayerNormGroups runs short rows (at most groupMax) in batches that the AVX2 Layer functions
-// take four at a time (layerGroups), and the AVX-512 ones with flagGroups (avx512LayerGroups,
-// forced on for every length here, and off), on every kernel against generic: every format,
+// take four at a time (layerGroups), and the AVX-512 ones with flagGroups (up to layerGroupMax:
+// avx512LayerGroups forced on for every length here, and off), on every kernel against generic: every format,
 // layer form and weight form, RoundNormalized, Inv and Mean, counts of rows that leave a tail of
 // one to three, and groups with a row that takes the float64 path by its sum (an infinity, a NaN,
 // finite elements whose sum overflows) or by its variance (a constant row with eps = 0), first in
@@ -48,7 +48,7 @@ func testLayerNormGroups(t *testing.T, from int) {
 	n := 0
 	for _, k := range simdKernels() {
 		for _, f := range layerFormats {
-			for _, d := range []int{5, 64, 100, 128, 384, groupMax} {
+			for _, d := range []int{5, 64, 100, 128, 384, groupMax, 768, layerGroupMax} {
 				for _, rows := range []int{4, 6, 7, 9} {
 					for si, sp := range specials {
 						for _, at := range []int{0, 2, rows - 1} {
@@ -92,20 +92,37 @@ func testLayerNormGroups(t *testing.T, from int) {
 }
 
 // TestGroupsFlag holds groupsFlag, which sends a LayerNorm call's rows to the AVX-512 groups, to
-// its rule: the avx512 kernels only, rows from avx512LayerGroups (not 0) to groupMax.
+// its rule: the avx512 kernels only, rows from avx512LayerGroups (not 0) to layerGroupMax; and
+// setMemoryFlags, which takes the flag off rows from memory longer than groupMax.
 func TestGroupsFlag(t *testing.T) {
-	defer func(from int) { avx512LayerGroups = from }(avx512LayerGroups)
+	defer func(from, sb int) { avx512LayerGroups, streamBytes = from, sb }(avx512LayerGroups, streamBytes)
 	for _, from := range []int{0, 1, 128} {
 		avx512LayerGroups = from
 		for _, k := range []kernelID{kernelGeneric, kernelAVX2, kernelNEON, kernelAVX512, kernelAVX512BF16} {
-			for _, d := range []int{1, 64, 127, 128, 300, groupMax, groupMax + 1, 4096} {
+			for _, d := range []int{1, 64, 127, 128, 300, groupMax, groupMax + 1, 768, layerGroupMax, layerGroupMax + 1, 4096} {
 				want := uint32(0)
-				if from != 0 && d >= from && d <= groupMax && (k == kernelAVX512 || k == kernelAVX512BF16) {
+				if from != 0 && d >= from && d <= layerGroupMax && (k == kernelAVX512 || k == kernelAVX512BF16) {
 					want = flagGroups
 				}
 				if got := groupsFlag(k, d); got != want {
 					t.Errorf("avx512LayerGroups %d: groupsFlag(%s, %d) = %#x, want %#x", from, k, d, got, want)
 				}
+			}
+		}
+	}
+	const rows = 8
+	for _, d := range []int{128, groupMax, groupMax + 64, layerGroupMax} {
+		for _, stream := range []bool{false, true} {
+			x, dst := make([]float32, rows*d), make([]float32, rows*d)
+			streamBytes = math.MaxInt
+			if stream {
+				streamBytes = 0
+			}
+			j := job{dst: ptr(dst), x: ptr(x), d: d, stride: d, dstStride: d, rows: rows, format: formatF32,
+				flags: flagCenter | flagGroups}
+			j.setMemoryFlags()
+			if got, want := j.flags&flagGroups != 0, !stream || d <= groupMax; got != want {
+				t.Errorf("%dx%d, from memory %v: flagGroups after setMemoryFlags %v, want %v", rows, d, stream, got, want)
 			}
 		}
 	}

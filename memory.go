@@ -47,6 +47,11 @@ func (j *job) setMemoryFlags() {
 		j.flags |= flagPF
 	}
 	if j.rowBytes()*uintptr(j.rows) >= uintptr(streamBytes) {
+		if j.d > groupMax {
+			// The AVX-512 Layer functions' groups of rows longer than groupMax were measured
+			// faster in cache only (streamrule.LayerGroups): rows from memory go alone.
+			j.flags &^= flagGroups
+		}
 		j.flags |= flagPF
 		if j.dst != j.x {
 			j.flags |= flagNT

@@ -39,8 +39,9 @@ var rowRules = [2]streamrule.RowRule{
 }
 
 // avx512LayerGroups is the shortest row that the AVX-512 Layer functions take four at a time, up to
-// groupMax (flagGroups, set by groupsFlag), as streamrule.LayerGroups decides from cpuid: 128 on
-// Zen 5, 0 (never) elsewhere. The AVX2 ones always do. A variable so that tests can run the
+// layerGroupMax in cache and groupMax from memory (flagGroups, set by groupsFlag and cleared by
+// setMemoryFlags), as streamrule.LayerGroups decides from cpuid: 128 on Zen 5, 0 (never)
+// elsewhere. The AVX2 ones always do. A variable so that tests can run the
 // kernels both ways.
 var avx512LayerGroups = streamrule.LayerGroups(streamrule.Host())
 

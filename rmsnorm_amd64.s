@@ -6073,7 +6073,7 @@ row:
 	JMP   sum
 
 trygroup:
-	CMPQ job_d+0(AX), $0x00000200
+	CMPQ job_d+0(AX), $0x00000400
 	JA   sum
 	MOVQ to+16(FP), R8
 	SUBQ 384(SP), R8
@@ -7473,7 +7473,7 @@ row:
 	JMP   sum
 
 trygroup:
-	CMPQ job_d+0(AX), $0x00000200
+	CMPQ job_d+0(AX), $0x00000400
 	JA   sum
 	MOVQ to+16(FP), R8
 	SUBQ 384(SP), R8
@@ -9261,7 +9261,7 @@ row:
 	JMP   sum
 
 trygroup:
-	CMPQ job_d+0(AX), $0x00000200
+	CMPQ job_d+0(AX), $0x00000400
 	JA   sum
 	MOVQ to+16(FP), R8
 	SUBQ 384(SP), R8
@@ -10416,7 +10416,7 @@ row:
 	JMP   sum
 
 trygroup:
-	CMPQ job_d+0(AX), $0x00000200
+	CMPQ job_d+0(AX), $0x00000400
 	JA   sum
 	MOVQ to+16(FP), R8
 	SUBQ 384(SP), R8
@@ -11910,7 +11910,7 @@ row:
 	JMP   sum
 
 trygroup:
-	CMPQ job_d+0(AX), $0x00000200
+	CMPQ job_d+0(AX), $0x00000400
 	JA   sum
 	MOVQ to+16(FP), R8
 	SUBQ 384(SP), R8
@@ -55657,7 +55657,7 @@ row:
 	JMP   sum
 
 trygroup:
-	CMPQ job_d+0(AX), $0x00000200
+	CMPQ job_d+0(AX), $0x00000400
 	JA   sum
 	MOVQ to+16(FP), R8
 	SUBQ 384(SP), R8
@@ -57736,7 +57736,7 @@ row:
 	JMP   sum
 
 trygroup:
-	CMPQ job_d+0(AX), $0x00000200
+	CMPQ job_d+0(AX), $0x00000400
 	JA   sum
 	MOVQ to+16(FP), R8
 	SUBQ 384(SP), R8

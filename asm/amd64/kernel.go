@@ -11,9 +11,9 @@ import (
 )
 
 // A kernel function runs rows one at a time, or four at a time when they are short (at most
-// spec.GroupMax floats, and not with a residual: a group that meets a row needing the float64
-// path would have updated res for the rows after it; of the Layer functions only AVX2's group,
-// see layer.go). Its parts are emitted once each, but for the sum pass, which comes in two:
+// spec.GroupMax floats, spec.LayerGroupMax for the AVX-512 Layer functions, and not with a
+// residual: a group that meets a row needing the float64 path would have updated res for the
+// rows after it; the AVX-512 Layer functions group under spec.FlagGroups only, see layer.go). Its parts are emitted once each, but for the sum pass, which comes in two:
 //
 //	row:    pick a group of four rows or one row
 //	sum:    the sum of squares of one row, looped over the rows of a group; each row's partly
@@ -377,7 +377,11 @@ func (g *gen) pickRows() {
 	DECQ(g.skip)
 	JMP(LabelRef("sum"))
 	Label("trygroup")
-	CMPQ(g.d(), U32(spec.GroupMax))
+	most := spec.GroupMax
+	if g.layerGroups() && g.s == avx512 {
+		most = spec.LayerGroupMax // under FlagGroups only
+	}
+	CMPQ(g.d(), U32(most))
 	JA(LabelRef("sum"))
 	MOVQ(g.to(), t)
 	SUBQ(g.done, t)

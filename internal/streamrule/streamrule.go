@@ -415,7 +415,8 @@ func Rows(c CPU, wide bool) RowRule {
 }
 
 // LayerGroups returns the shortest row that the AVX-512 kernel's Layer functions (LayerNorm, a
-// Norm with Center or a Bias) take four at a time on c, up to LongAbove (FlagGroups), as the AVX2
+// Norm with Center or a Bias) take four at a time on c (FlagGroups), up to 1024 in cache and up
+// to LongAbove for rows from memory (the kernels' layerGroupMax and groupMax), as the AVX2
 // kernel's take every row of at most LongAbove on every CPU: the two reductions and divisions of
 // four rows overlap. 0 means never.
 //
@@ -455,6 +456,28 @@ func Rows(c CPU, wide bool) RowRule {
 // out.
 // Binaries without and with the groups run in turn showed the same (benchstat of Norm.Apply, 8-10
 // runs each: 64x384 -16% and -21%, 4x384 -27%, 64x448 -18%, rows of 128 within the noise).
+//
+// Rows longer than 512, which the AVX2 groups do not take, gain in cache too (BERT-base's 768 and
+// BERT-large's 1024 among them), but lose from memory: with the groups allowed up to 1024 both
+// ways, one run, 16384x768 1.29 (f32), 1.11 (bf16), 1.19 (tobf16), 8192x1024 1.30, 0.97, 1.11.
+// With them in cache only (rows from memory longer than 512 alone), two runs:
+//
+//	           f32          bf16         tobf16
+//	4x576      0.78, 0.79   0.72, 0.72   0.73, 0.73
+//	64x576     0.92, 0.90   0.71, 0.71   0.82, 0.80
+//	4x768      0.87, 0.80   0.74, 0.74   0.75, 0.78
+//	64x768     0.93, 0.91   0.75, 0.75   0.87, 0.83
+//	128x768    0.86, 0.92   0.75, 0.75   0.86, 0.83
+//	512x768    0.99, 0.99   0.78, 0.78   0.90, 0.88
+//	1024x768   0.95, 0.95   0.83, 0.78   0.89, 0.91
+//	4x1024     0.80, 0.88   0.87, 0.80   0.81, 0.81
+//	64x1024    0.93, 0.94   0.86, 0.83   0.90, 0.90
+//	512x1024   0.94, 0.95   0.89, 0.85   0.96, 0.94
+//	16384x768  0.93, 1.00   0.98, 0.95   0.97, 0.85  (from memory: the same path both ways)
+//	8192x1024  0.99, 0.98   1.05, 1.00   1.01, 0.95  (the same)
+//	1x768      1.01, 1.01   1.00, 1.00   1.00, 1.00  (one row: the same)
+//
+// Longer rows were not measured and go alone.
 //
 // On other CPUs with AVX-512 (Sapphire Rapids, Emerald Rapids, Zen 4) the groups have not been
 // measured, and every row goes alone.

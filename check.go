@@ -129,6 +129,9 @@ func forwardRows[T elem](nm *names, f format, dst, x []T, w []float32, eps float
 	v := forwardVariant[f][weighted][0] // k and v are read before j is declared: see job.init
 	var j job
 	j.init(ptr(dst), ptr(x), ptr(w), d, d, d, eps, 0, uint32(k)*numEntries+uint32(v), weighted, f, v, nil, nil, nil, nil, rows)
+	if f != formatF32 && d > groupMax { // 16-bit rows that may group under flagGroups
+		j.flags |= groupsFlag(k, f, d, false)
+	}
 	if 2*nb >= uintptr(streamBytes) { // x and dst could fill the cache
 		j.setStreamFlags(k)
 	} else if oneByOne(rows, d, f, k) {
@@ -266,8 +269,8 @@ func applyRows[D, T elem](n *Norm, r *rowsOf[D, T], f format, k kernelID) bool {
 		if n.Center {
 			flags |= flagCenter
 		}
-		flags |= groupsFlag(k, d)
 	}
+	flags |= groupsFlag(k, f, d, layer)
 	v := vs[f][mode][b2i(res != nil)]
 	// Everything is read before the job is declared: a load between its zeroing and the stores
 	// that cover it would keep the zeroing (the compiler cannot tell r and n from j).
@@ -288,12 +291,23 @@ func applyRows[D, T elem](n *Norm, r *rowsOf[D, T], f format, k kernelID) bool {
 	return true
 }
 
-// groupsFlag returns flagGroups for a LayerNorm job of rows of d with kernel k when k's Layer
-// functions are the AVX-512 ones and d is from avx512LayerGroups (not 0) to layerGroupMax, else 0
-// (the AVX2 ones take groups of rows of at most groupMax without it). setMemoryFlags clears it
+// groupsFlag returns flagGroups for a job of rows of d in format f with kernel k, a LayerNorm
+// one (layer) or not, when k is the AVX-512 kernel and its rule says so, else 0: LayerNorm's rows
+// from avx512LayerGroups (not 0) to longGroupMax, and with avx512LongGroups RMSNorm's 16-bit rows
+// (in, out or both) longer than groupMax, up to longGroupMax (shorter ones group without it). The
+// AVX2 functions take groups of rows of at most groupMax without it. setMemoryFlags clears it
 // again for rows from memory longer than groupMax.
-func groupsFlag(k kernelID, d int) uint32 {
-	if from := avx512LayerGroups; from > 0 && d >= from && d <= layerGroupMax && (k == kernelAVX512 || k == kernelAVX512BF16) {
+func groupsFlag(k kernelID, f format, d int, layer bool) uint32 {
+	if k != kernelAVX512 && k != kernelAVX512BF16 || d > longGroupMax {
+		return 0
+	}
+	if layer {
+		if from := avx512LayerGroups; from > 0 && d >= from {
+			return flagGroups
+		}
+		return 0
+	}
+	if avx512LongGroups && f != formatF32 && d > groupMax {
 		return flagGroups
 	}
 	return 0
@@ -355,8 +369,8 @@ func packedRows[D, T elem](r *rowsOf[D, T], f format, w []float32, eps float32, 
 	vs := &forwardVariant
 	if layer {
 		vs = &layerVariant
-		flags |= groupsFlag(k, d)
 	}
+	flags |= groupsFlag(k, f, d, layer)
 	v := vs[f][mode][b2i(res != nil)]
 	dst, x := ptr(r.Dst), ptr(r.X) // read before the job is declared: see applyRows
 	var j job

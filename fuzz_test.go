@@ -161,7 +161,8 @@ func FuzzForwardBF16(f *testing.F) {
 
 // FuzzApply16 drives every variant of ApplyBF16 and ApplyF16: the flags byte picks the weight
 // form, the residual, 1/rms out, in place, streaming stores and RoundNormalized, its top bit the
-// format; gap is Stride - d.
+// format; gap is Stride - d. With the top bit of rows8 the AVX-512 functions group rows longer
+// than groupMax (avx512LongGroups on), else as the CPU's rule says.
 func FuzzApply16(f *testing.F) {
 	f.Add(uint16(4), uint8(2), uint8(0), uint8(0), math.Float32bits(1e-6), []byte{0, 1, 2, 3, 4, 5, 6, 7, 8})
 	f.Add(uint16(130), uint8(4), uint8(3), uint8(0x5d), math.Float32bits(1e-5), []byte{0, 9, 9, 9, 64, 1, 2, 3, 200})
@@ -169,6 +170,10 @@ func FuzzApply16(f *testing.F) {
 	f.Fuzz(func(t *testing.T, d16 uint16, rows8, gap8, flags uint8, epsBits uint32, data []byte) {
 		x, w, eps := fuzzInput16(d16, rows8, epsBits, data)
 		d, rows := len(w), len(x)/len(w)
+		if rows8&128 != 0 {
+			defer func(on bool) { avx512LongGroups = on }(avx512LongGroups)
+			avx512LongGroups = true
+		}
 		res := make([]uint16, len(x))
 		for i := range res {
 			res[i] = x[len(x)-1-i] ^ 0x8000
@@ -196,7 +201,8 @@ func FuzzApply16(f *testing.F) {
 // generic, and on the active kernel against the two-pass reference (Apply, then the conversion;
 // see checkTwoPass). The flags byte picks the weight form, the residual, 1/rms out, the format,
 // streaming stores and RoundNormalized, its top bit DstStride; gap is Stride - d, dst%9 is
-// DstStride - d and dst>>4 the start offset.
+// DstStride - d and dst>>4 the start offset. The top bit of rows8 turns avx512LongGroups on, as
+// in FuzzApply16.
 func FuzzApplyTo16(f *testing.F) {
 	f.Add(uint16(4), uint8(2), uint8(0), uint8(0), uint8(0), math.Float32bits(1e-6), []byte{0, 1, 2, 3, 4, 5, 6, 7, 8})
 	f.Add(uint16(128), uint8(4), uint8(5), uint8(0x30), uint8(0xcd), math.Float32bits(1e-5), []byte{0, 9, 9, 9, 64, 1, 2, 3, 200})
@@ -204,6 +210,10 @@ func FuzzApplyTo16(f *testing.F) {
 	f.Fuzz(func(t *testing.T, d16 uint16, rows8, gap8, dst8, flags uint8, epsBits uint32, data []byte) {
 		x, w, eps := fuzzInput(d16, rows8, epsBits, data)
 		d, rows := len(w), len(x)/len(w)
+		if rows8&128 != 0 {
+			defer func(on bool) { avx512LongGroups = on }(avx512LongGroups)
+			avx512LongGroups = true
+		}
 		res := make([]float32, len(x))
 		for i := range res {
 			res[i] = x[len(x)-1-i] * 0.5

@@ -15,17 +15,17 @@ const (
 	flagPipe   = 64  // streaming (AVX2: float32 rows into float32 or float16, float16 rows into float16; AVX-512: float32 rows into float32): the scale pass of a row sums the next row's squares (LayerNorm: its elements); backward (AVX2, RMSNorm): the dx pass forms the next row's sums
 	flagAhead  = 128 // backward streaming: the sum passes prefetch 1 KiB ahead, the dx pass (with flagNT) the next row
 	flagRows   = 256 // float32 rows one at a time through the one-row path (streamrule.Rows): in cache, of at most rowsMax (up to groupMax where the rule says so) or above groupMax; streamed (with flagNT and flagPF alone), of at most rowsMax (the same)
-	flagGroups = 512 // the AVX-512 Layer functions take rows of at most layerGroupMax four at a time (streamrule.LayerGroups), as the AVX2 ones always do
+	flagGroups = 512 // the AVX-512 forward functions take rows of at most longGroupMax four at a time (streamrule.LayerGroups, LongGroups): without it the Layer ones none, the RMSNorm ones those of at most groupMax
 )
 
 // gradBlock is the number of rows summed into one partial sum of the weight gradient.
 const gradBlock = 32
 
-// groupMax is the longest row the kernels normalize four at a time (the AVX-512 Layer functions: layerGroupMax, in cache).
+// groupMax is the longest row the kernels normalize four at a time (the AVX-512 ones under flagGroups: longGroupMax).
 const groupMax = 512
 
-// layerGroupMax is the longest row the AVX-512 Layer functions normalize four at a time (flagGroups).
-const layerGroupMax = 1024
+// longGroupMax is the longest row the AVX-512 forward functions normalize four at a time under flagGroups.
+const longGroupMax = 1024
 
 // rowsMax is the longest row flagRows sends through the one-row path one at a time instead of the groups, unless a rule raises it (streamrule.RowRule.Short).
 const rowsMax = 128

@@ -349,9 +349,21 @@ func TestKernelsMatchGeneric16(t *testing.T) {
 
 // Every combination of the variants of ApplyBF16 and ApplyF16, RoundNormalized on and off, on
 // every kernel under test, against generic, as TestVariantsMatchGeneric does for float32.
+// longGroupDims are rows longer than groupMax, which the AVX-512 functions take four at a time
+// with flagGroups (up to longGroupMax), and one length past that.
+var longGroupDims = []int{576, 700, 768, longGroupMax, longGroupMax + 64}
+
+// bothLongGroups runs f with avx512LongGroups forced on, then off.
+func bothLongGroups(f func()) {
+	defer func(on bool) { avx512LongGroups = on }(avx512LongGroups)
+	for _, on := range []bool{true, false} {
+		avx512LongGroups = on
+		f()
+	}
+}
+
 func TestVariantsMatchGeneric16(t *testing.T) {
-	t.Run("combinations", func(t *testing.T) {
-		dims := []int{1, 3, 7, 8, 9, 15, 16, 17, 31, 32, 33, 63, 64, 65, 127, 128, 129, 511, 512, 513, 4097}
+	combinations := func(t *testing.T, dims, rowCounts []int) {
 		for _, k := range kernelsFor(t, formats16...) {
 			t.Run(k.String(), func(t *testing.T) {
 				for _, f := range formats16 {
@@ -359,7 +371,7 @@ func TestVariantsMatchGeneric16(t *testing.T) {
 						continue
 					}
 					for _, d := range dims {
-						for _, rows := range []int{1, 4, 9} {
+						for _, rows := range rowCounts {
 							r := seedFor(d, rows, 16, int(f))
 							x32 := make([]float32, rows*d)
 							fill(x32, classNormal, r)
@@ -382,6 +394,12 @@ func TestVariantsMatchGeneric16(t *testing.T) {
 				}
 			})
 		}
+	}
+	t.Run("combinations", func(t *testing.T) {
+		combinations(t, []int{1, 3, 7, 8, 9, 15, 16, 17, 31, 32, 33, 63, 64, 65, 127, 128, 129, 511, 512, 513, 4097}, []int{1, 4, 9})
+	})
+	t.Run("long groups", func(t *testing.T) {
+		bothLongGroups(func() { combinations(t, longGroupDims, []int{4, 9}) })
 	})
 	t.Run("matrix", func(t *testing.T) {
 		cases := allVcases16()
@@ -418,8 +436,7 @@ var formatsTo16 = []format{formatToBF16, formatToF16}
 // strides, DstStride, RoundNormalized) on every kernel under test, against generic, as
 // TestVariantsMatchGeneric16 does for 16-bit rows.
 func TestVariantsMatchGenericTo16(t *testing.T) {
-	t.Run("combinations", func(t *testing.T) {
-		dims := []int{1, 3, 7, 8, 9, 15, 16, 17, 31, 32, 33, 63, 64, 65, 127, 128, 129, 511, 512, 513, 4097}
+	combinations := func(t *testing.T, dims, rowCounts []int) {
 		for _, k := range kernelsFor(t, formatsTo16...) {
 			t.Run(k.String(), func(t *testing.T) {
 				for _, f := range formatsTo16 {
@@ -427,7 +444,7 @@ func TestVariantsMatchGenericTo16(t *testing.T) {
 						continue
 					}
 					for _, d := range dims {
-						for _, rows := range []int{1, 4, 9} {
+						for _, rows := range rowCounts {
 							r := seedFor(d, rows, 17, int(f))
 							x := make([]float32, rows*d)
 							fill(x, classNormal, r)
@@ -449,6 +466,12 @@ func TestVariantsMatchGenericTo16(t *testing.T) {
 				}
 			})
 		}
+	}
+	t.Run("combinations", func(t *testing.T) {
+		combinations(t, []int{1, 3, 7, 8, 9, 15, 16, 17, 31, 32, 33, 63, 64, 65, 127, 128, 129, 511, 512, 513, 4097}, []int{1, 4, 9})
+	})
+	t.Run("long groups", func(t *testing.T) {
+		bothLongGroups(func() { combinations(t, longGroupDims, []int{4, 9}) })
 	})
 	t.Run("matrix", func(t *testing.T) {
 		cases := allVcasesTo16()

@@ -7,7 +7,7 @@ import (
 )
 
 // TestLayerNormGroups runs short rows (at most groupMax) in batches that the AVX2 Layer functions
-// take four at a time (layerGroups), and the AVX-512 ones with flagGroups (up to layerGroupMax:
+// take four at a time (layerGroups), and the AVX-512 ones with flagGroups (up to longGroupMax:
 // avx512LayerGroups forced on for every length here, and off), on every kernel against generic: every format,
 // layer form and weight form, RoundNormalized, Inv and Mean, counts of rows that leave a tail of
 // one to three, and groups with a row that takes the float64 path by its sum (an infinity, a NaN,
@@ -48,7 +48,7 @@ func testLayerNormGroups(t *testing.T, from int) {
 	n := 0
 	for _, k := range simdKernels() {
 		for _, f := range layerFormats {
-			for _, d := range []int{5, 64, 100, 128, 384, groupMax, 768, layerGroupMax} {
+			for _, d := range []int{5, 64, 100, 128, 384, groupMax, 768, longGroupMax} {
 				for _, rows := range []int{4, 6, 7, 9} {
 					for si, sp := range specials {
 						for _, at := range []int{0, 2, rows - 1} {
@@ -91,27 +91,43 @@ func testLayerNormGroups(t *testing.T, from int) {
 	}
 }
 
-// TestGroupsFlag holds groupsFlag, which sends a LayerNorm call's rows to the AVX-512 groups, to
-// its rule: the avx512 kernels only, rows from avx512LayerGroups (not 0) to layerGroupMax; and
-// setMemoryFlags, which takes the flag off rows from memory longer than groupMax.
+// TestGroupsFlag holds groupsFlag, which sends a call's rows to the AVX-512 groups (flagGroups),
+// to its rules: the avx512 kernels only; LayerNorm's rows from avx512LayerGroups (not 0) to
+// longGroupMax, in every format; with avx512LongGroups, RMSNorm's 16-bit rows (in, out or both)
+// longer than groupMax, up to longGroupMax. And setMemoryFlags, which takes the flag off rows
+// from memory longer than groupMax.
 func TestGroupsFlag(t *testing.T) {
-	defer func(from, sb int) { avx512LayerGroups, streamBytes = from, sb }(avx512LayerGroups, streamBytes)
+	defer func(from int, long bool, sb int) {
+		avx512LayerGroups, avx512LongGroups, streamBytes = from, long, sb
+	}(avx512LayerGroups, avx512LongGroups, streamBytes)
+	formats := []format{formatF32, formatBF16, formatF16, formatToBF16, formatToF16}
 	for _, from := range []int{0, 1, 128} {
-		avx512LayerGroups = from
-		for _, k := range []kernelID{kernelGeneric, kernelAVX2, kernelNEON, kernelAVX512, kernelAVX512BF16} {
-			for _, d := range []int{1, 64, 127, 128, 300, groupMax, groupMax + 1, 768, layerGroupMax, layerGroupMax + 1, 4096} {
-				want := uint32(0)
-				if from != 0 && d >= from && d <= layerGroupMax && (k == kernelAVX512 || k == kernelAVX512BF16) {
-					want = flagGroups
-				}
-				if got := groupsFlag(k, d); got != want {
-					t.Errorf("avx512LayerGroups %d: groupsFlag(%s, %d) = %#x, want %#x", from, k, d, got, want)
+		for _, long := range []bool{false, true} {
+			avx512LayerGroups, avx512LongGroups = from, long
+			for _, k := range []kernelID{kernelGeneric, kernelAVX2, kernelNEON, kernelAVX512, kernelAVX512BF16} {
+				avx512 := k == kernelAVX512 || k == kernelAVX512BF16
+				for _, f := range formats {
+					for _, d := range []int{1, 64, 127, 128, 300, groupMax, groupMax + 1, 768, longGroupMax, longGroupMax + 1, 4096} {
+						wantLayer, wantRMS := uint32(0), uint32(0)
+						if avx512 && from != 0 && d >= from && d <= longGroupMax {
+							wantLayer = flagGroups
+						}
+						if avx512 && long && f != formatF32 && d > groupMax && d <= longGroupMax {
+							wantRMS = flagGroups
+						}
+						if got := groupsFlag(k, f, d, true); got != wantLayer {
+							t.Errorf("avx512LayerGroups %d: groupsFlag(%s, format %d, %d, LayerNorm) = %#x, want %#x", from, k, f, d, got, wantLayer)
+						}
+						if got := groupsFlag(k, f, d, false); got != wantRMS {
+							t.Errorf("avx512LongGroups %v: groupsFlag(%s, format %d, %d, RMSNorm) = %#x, want %#x", long, k, f, d, got, wantRMS)
+						}
+					}
 				}
 			}
 		}
 	}
 	const rows = 8
-	for _, d := range []int{128, groupMax, groupMax + 64, layerGroupMax} {
+	for _, d := range []int{128, groupMax, groupMax + 64, longGroupMax} {
 		for _, stream := range []bool{false, true} {
 			x, dst := make([]float32, rows*d), make([]float32, rows*d)
 			streamBytes = math.MaxInt

@@ -150,12 +150,12 @@ func TestLayerNormGuardPages(t *testing.T) {
 
 // TestLayerNormGroupsGuardPages runs the calls that the AVX2 Layer functions take four rows at a
 // time (short rows, no residual: layerGroups), and the AVX-512 ones with flagGroups (forced on
-// for every length up to layerGroupMax; in cache: streamed rows longer than groupMax go alone),
+// for every length up to longGroupMax; in cache: streamed rows longer than groupMax go alone),
 // under guard pages: counts of rows that are whole groups and ones that leave
 // a tail, rows back to back or a stride apart, with the memory flags on and off, every format,
 // layer form and weight form, and one row on the float64 path.
 func TestLayerNormGroupsGuardPages(t *testing.T) {
-	const maxRows, maxD, maxGap = 9, layerGroupMax, 3
+	const maxRows, maxD, maxGap = 9, longGroupMax, 3
 	defer func(from int) { avx512LayerGroups = from }(avx512LayerGroups)
 	avx512LayerGroups = 1
 	regions := layerGuardRegions(t, (maxRows-1)*(maxD+maxGap)+maxD)
@@ -165,7 +165,7 @@ func TestLayerNormGroupsGuardPages(t *testing.T) {
 			continue // the reference
 		}
 		for _, f := range layerFormats {
-			for _, d := range []int{1, 5, 64, 96, 100, 112, 128, 300, groupMax, 700, layerGroupMax} {
+			for _, d := range []int{1, 5, 64, 96, 100, 112, 128, 300, groupMax, 700, longGroupMax} {
 				for _, rows := range []int{4, 5, 8, 9} {
 					r := seedFor(d, rows, int(f), 36)
 					span := (rows-1)*(d+maxGap) + d

@@ -19,8 +19,12 @@ var pipeAbove = 0
 // does not have.
 var rowRules [2]streamrule.RowRule
 
-// avx512LayerGroups is 0: flagGroups is for the assembly kernels, which this build does not have.
-var avx512LayerGroups = 0
+// avx512LayerGroups is 0 and avx512LongGroups false: flagGroups is for the assembly kernels, which
+// this build does not have.
+var (
+	avx512LayerGroups = 0
+	avx512LongGroups  = false
+)
 
 // aheadRows is false: flagAhead is for the assembly kernels, which this build does not have.
 var aheadRows = false

@@ -985,8 +985,14 @@ row:
 	JMP  sum
 
 trygroup:
-	CMPQ job_d+0(AX), $0x00000200
-	JA   sum
+	CMPQ  job_d+0(AX), $0x00000200
+	JBE   grouplen
+	TESTL $0x00000200, job_flags+0(AX)
+	JZ    sum
+	CMPQ  job_d+0(AX), $0x00000400
+	JA    sum
+
+grouplen:
 	MOVQ to+16(FP), R8
 	SUBQ 320(SP), R8
 	CMPQ R8, $0x04
@@ -1858,8 +1864,14 @@ row:
 	JMP  sum
 
 trygroup:
-	CMPQ job_d+0(AX), $0x00000200
-	JA   sum
+	CMPQ  job_d+0(AX), $0x00000200
+	JBE   grouplen
+	TESTL $0x00000200, job_flags+0(AX)
+	JZ    sum
+	CMPQ  job_d+0(AX), $0x00000400
+	JA    sum
+
+grouplen:
 	MOVQ to+16(FP), R8
 	SUBQ 320(SP), R8
 	CMPQ R8, $0x04
@@ -3247,8 +3259,14 @@ row:
 	JMP  sum
 
 trygroup:
-	CMPQ job_d+0(AX), $0x00000200
-	JA   sum
+	CMPQ  job_d+0(AX), $0x00000200
+	JBE   grouplen
+	TESTL $0x00000200, job_flags+0(AX)
+	JZ    sum
+	CMPQ  job_d+0(AX), $0x00000400
+	JA    sum
+
+grouplen:
 	MOVQ to+16(FP), R8
 	SUBQ 320(SP), R8
 	CMPQ R8, $0x04
@@ -4101,8 +4119,14 @@ row:
 	JMP  sum
 
 trygroup:
-	CMPQ job_d+0(AX), $0x00000200
-	JA   sum
+	CMPQ  job_d+0(AX), $0x00000200
+	JBE   grouplen
+	TESTL $0x00000200, job_flags+0(AX)
+	JZ    sum
+	CMPQ  job_d+0(AX), $0x00000400
+	JA    sum
+
+grouplen:
 	MOVQ to+16(FP), R8
 	SUBQ 320(SP), R8
 	CMPQ R8, $0x04
@@ -5224,8 +5248,14 @@ row:
 	JMP  sum
 
 trygroup:
-	CMPQ job_d+0(AX), $0x00000200
-	JA   sum
+	CMPQ  job_d+0(AX), $0x00000200
+	JBE   grouplen
+	TESTL $0x00000200, job_flags+0(AX)
+	JZ    sum
+	CMPQ  job_d+0(AX), $0x00000400
+	JA    sum
+
+grouplen:
 	MOVQ to+16(FP), R8
 	SUBQ 320(SP), R8
 	CMPQ R8, $0x04
@@ -52534,8 +52564,14 @@ row:
 	JMP  sum
 
 trygroup:
-	CMPQ job_d+0(AX), $0x00000200
-	JA   sum
+	CMPQ  job_d+0(AX), $0x00000200
+	JBE   grouplen
+	TESTL $0x00000200, job_flags+0(AX)
+	JZ    sum
+	CMPQ  job_d+0(AX), $0x00000400
+	JA    sum
+
+grouplen:
 	MOVQ to+16(FP), R8
 	SUBQ 320(SP), R8
 	CMPQ R8, $0x04
@@ -54218,8 +54254,14 @@ row:
 	JMP  sum
 
 trygroup:
-	CMPQ job_d+0(AX), $0x00000200
-	JA   sum
+	CMPQ  job_d+0(AX), $0x00000200
+	JBE   grouplen
+	TESTL $0x00000200, job_flags+0(AX)
+	JZ    sum
+	CMPQ  job_d+0(AX), $0x00000400
+	JA    sum
+
+grouplen:
 	MOVQ to+16(FP), R8
 	SUBQ 320(SP), R8
 	CMPQ R8, $0x04

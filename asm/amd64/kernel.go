@@ -11,9 +11,10 @@ import (
 )
 
 // A kernel function runs rows one at a time, or four at a time when they are short (at most
-// spec.GroupMax floats, spec.LayerGroupMax for the AVX-512 Layer functions, and not with a
-// residual: a group that meets a row needing the float64 path would have updated res for the
-// rows after it; the AVX-512 Layer functions group under spec.FlagGroups only, see layer.go). Its parts are emitted once each, but for the sum pass, which comes in two:
+// spec.GroupMax floats, or spec.LongGroupMax for the AVX-512 functions under spec.FlagGroups, and
+// not with a residual: a group that meets a row needing the float64 path would have updated res
+// for the rows after it; the AVX-512 Layer functions group under spec.FlagGroups only, see
+// layer.go). Its parts are emitted once each, but for the sum pass, which comes in two:
 //
 //	row:    pick a group of four rows or one row
 //	sum:    the sum of squares of one row, looped over the rows of a group; each row's partly
@@ -378,11 +379,21 @@ func (g *gen) pickRows() {
 	JMP(LabelRef("sum"))
 	Label("trygroup")
 	most := spec.GroupMax
-	if g.layerGroups() && g.s == avx512 {
-		most = spec.LayerGroupMax // under FlagGroups only
+	if g.s == avx512 {
+		most = spec.LongGroupMax // the Layer functions under FlagGroups only (above)
+	}
+	if g.s == avx512 && !g.v.Layer {
+		// The RMSNorm functions group rows longer than GroupMax under FlagGroups only.
+		CMPQ(g.d(), U32(spec.GroupMax))
+		JBE(LabelRef("grouplen"))
+		TESTL(U32(spec.FlagGroups), g.flags())
+		JZ(LabelRef("sum"))
 	}
 	CMPQ(g.d(), U32(most))
 	JA(LabelRef("sum"))
+	if g.s == avx512 && !g.v.Layer {
+		Label("grouplen")
+	}
 	MOVQ(g.to(), t)
 	SUBQ(g.done, t)
 	CMPQ(t, U8(group))

@@ -416,7 +416,7 @@ func Rows(c CPU, wide bool) RowRule {
 
 // LayerGroups returns the shortest row that the AVX-512 kernel's Layer functions (LayerNorm, a
 // Norm with Center or a Bias) take four at a time on c (FlagGroups), up to 1024 in cache and up
-// to LongAbove for rows from memory (the kernels' layerGroupMax and groupMax), as the AVX2
+// to LongAbove for rows from memory (the kernels' longGroupMax and groupMax), as the AVX2
 // kernel's take every row of at most LongAbove on every CPU: the two reductions and divisions of
 // four rows overlap. 0 means never.
 //
@@ -487,6 +487,45 @@ func LayerGroups(c CPU) int {
 	}
 	return 0
 }
+
+// LongGroups reports whether the AVX-512 kernel's RMSNorm functions take 16-bit rows (bfloat16 or
+// float16 rows in, or float32 rows written as 16-bit ones) longer than LongAbove four at a time
+// on c, up to 1024 (the kernels' longGroupMax) and in cache only (FlagGroups); shorter rows group
+// on every CPU. Measured on the Zen 5 of Rows, 2026-12-05, Norm.Apply and its 16-bit forms with
+// a weight, the groups allowed by a flag (a scratch build) off and on alternated in one process,
+// 21 rounds, the ratio of the min ns per row (groups over alone), one run of each set of shapes:
+//
+//	           f32    bf16   tobf16   f16    tof16
+//	4x576      0.87   0.71   0.68     0.74   0.69
+//	64x576     0.93                   0.69   0.77
+//	64x768     0.96   0.73   0.84     0.74   0.81
+//	512x768    1.05   0.75   0.89     0.76   0.94
+//	4x1024     0.91                   0.79   0.73
+//	64x1024    0.92   0.80   0.89     0.84   0.83
+//	512x1024   1.01   0.83   0.94     0.85   0.94
+//	64x1536    0.96   0.86   0.91     0.88   0.91
+//	64x2048    1.11   0.92   0.98
+//	256x2048   1.17   0.94   1.01
+//	64x3072    1.28   0.93   1.13
+//	64x4096    1.18   0.99   1.28
+//
+// (another run: f32 512x768 1.03, 64x1024 0.90). So 16-bit rows group up to 1024, the bound
+// LayerNorm's groups have (their rows of 1536 gain too, but float32 rows written as 16-bit ones
+// lose from 2048 on), and float32 rows, which gain up to 21% on small batches but lose 1-5% at 512
+// rows, keep their rows alone. Rows from memory go alone, as LayerNorm's do. The rule as it stands,
+// the same way (the 1x768, float32 and 16384x1024 calls take the same path both ways):
+//
+//	           fwdbf16  bf16   f16    tobf16  tof16   f32
+//	1x768      1.00     1.00   1.00   0.99    1.00    1.00
+//	4x576      0.70     0.72   0.74   0.71    0.68    1.00
+//	64x576     0.68     0.68   0.69   0.81    0.75    1.00
+//	4x768      0.73     0.75   0.75   0.75    0.71    1.00
+//	64x768     0.73     0.73   0.74   0.88    0.84    1.00
+//	512x768    0.76     0.76   0.77   0.92    0.89    0.93
+//	64x1024    0.80     0.80   0.84   0.94    0.91    0.99
+//	512x1024   0.84     0.83   0.89   0.92    0.95    0.99
+//	16384x1024 0.94     0.99   0.98   1.00    1.08    0.99
+func LongGroups(c CPU) bool { return zen5(c) }
 
 // zen5 reports whether c is an AMD Zen 5: family 0x1a.
 func zen5(c CPU) bool { return c.AMD && c.Family == 0x1a }

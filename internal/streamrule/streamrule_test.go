@@ -64,6 +64,9 @@ func TestBytes(t *testing.T) {
 		if g := LayerGroups(c.cpu); g != wantGroups {
 			t.Errorf("%s: LayerGroups(%+v) = %d; want %d", c.name, c.cpu, g, wantGroups)
 		}
+		if g := LongGroups(c.cpu); g != (wantGroups != 0) { // the same CPUs: Zen 5
+			t.Errorf("%s: LongGroups(%+v) = %v; want %v", c.name, c.cpu, g, wantGroups != 0)
+		}
 		if r := Rows(c.cpu, false); r != want {
 			t.Errorf("%s: Rows(%+v, false) = %+v; want %+v", c.name, c.cpu, r, want)
 		}

@@ -377,11 +377,12 @@ const (
 	// the loop then writes with non-temporal stores, prefetching ahead in its sum pass; a
 	// streamed call whose dst rows are not aligned to the vector takes the general path.
 	FlagRows = 256
-	// FlagGroups (the AVX-512 Layer functions, float32 and 16-bit rows, rows of at most
-	// LayerGroupMax): four rows at a time, the latencies of their two reductions and divisions
-	// overlapping, as the AVX2 Layer functions always take them (layerGroups in the generator);
-	// without it the AVX-512 ones take every row alone. The Go side sets it where
-	// streamrule.LayerGroups says so. The bits are the same either way.
+	// FlagGroups (the AVX-512 forward functions, rows of at most LongGroupMax): four rows at a
+	// time, the latencies of their reductions and divisions overlapping. The Layer functions
+	// take every row alone without it (the AVX2 ones always group: layerGroups in the
+	// generator); the RMSNorm ones group rows of at most GroupMax without it and longer ones
+	// only with it. The Go side sets it where streamrule.LayerGroups and streamrule.LongGroups
+	// say so. The bits are the same either way.
 	FlagGroups = 512
 )
 
@@ -396,17 +397,17 @@ const (
 	TMaxBits = 0x7f7fffff // MaxFloat32
 )
 
-// GroupMax is the longest row, in floats, that the kernels normalize four at a time (but the
-// AVX-512 Layer functions: LayerGroupMax): four rows
-// must stay in L1 between the sum and the scale pass, and longer rows hide the latency of the
-// scalar steps on their own.
+// GroupMax is the longest row, in floats, that the kernels normalize four at a time (the AVX-512
+// ones under FlagGroups: LongGroupMax): four rows must stay in L1 between the sum and the scale
+// pass, and longer rows hide the latency of the scalar steps on their own.
 const GroupMax = 512
 
-// LayerGroupMax is the longest row the AVX-512 Layer functions normalize four at a time under
-// FlagGroups: LayerNorm's two reductions leave more latency to hide than RMSNorm's one, and four
-// rows of 1024 and their outputs (64 KiB) stay in L2 between the passes. The Go side sets the flag
-// for rows longer than GroupMax only in cache (streamrule.LayerGroups has the measurements).
-const LayerGroupMax = 1024
+// LongGroupMax is the longest row the AVX-512 functions normalize four at a time under
+// FlagGroups: LayerNorm's two reductions, and the widening and narrowing of 16-bit rows, leave
+// latency to hide in rows longer than GroupMax, and four rows of 1024 and their outputs (64 KiB)
+// stay in L2 between the passes. The Go side sets the flag for rows longer than GroupMax only in
+// cache (streamrule.LayerGroups and LongGroups have the measurements).
+const LongGroupMax = 1024
 
 // GoSpec returns the Go source of gospec.go: the constants and the variant numbering the Go side
 // shares with the kernels. header is the "Code generated" line.
@@ -424,11 +425,11 @@ func GoSpec(header string) string {
 	fmt.Fprintf(&b, "\tflagPipe = %d // streaming (AVX2: float32 rows into float32 or float16, float16 rows into float16; AVX-512: float32 rows into float32): the scale pass of a row sums the next row's squares (LayerNorm: its elements); backward (AVX2, RMSNorm): the dx pass forms the next row's sums\n", FlagPipe)
 	fmt.Fprintf(&b, "\tflagAhead = %d // backward streaming: the sum passes prefetch 1 KiB ahead, the dx pass (with flagNT) the next row\n", FlagAhead)
 	fmt.Fprintf(&b, "\tflagRows = %d // float32 rows one at a time through the one-row path (streamrule.Rows): in cache, of at most rowsMax (up to groupMax where the rule says so) or above groupMax; streamed (with flagNT and flagPF alone), of at most rowsMax (the same)\n", FlagRows)
-	fmt.Fprintf(&b, "\tflagGroups = %d // the AVX-512 Layer functions take rows of at most layerGroupMax four at a time (streamrule.LayerGroups), as the AVX2 ones always do\n", FlagGroups)
+	fmt.Fprintf(&b, "\tflagGroups = %d // the AVX-512 forward functions take rows of at most longGroupMax four at a time (streamrule.LayerGroups, LongGroups): without it the Layer ones none, the RMSNorm ones those of at most groupMax\n", FlagGroups)
 	b.WriteString(")\n\n")
 	fmt.Fprintf(&b, "// gradBlock is the number of rows summed into one partial sum of the weight gradient.\nconst gradBlock = %d\n\n", GradBlock)
-	fmt.Fprintf(&b, "// groupMax is the longest row the kernels normalize four at a time (the AVX-512 Layer functions: layerGroupMax, in cache).\nconst groupMax = %d\n\n", GroupMax)
-	fmt.Fprintf(&b, "// layerGroupMax is the longest row the AVX-512 Layer functions normalize four at a time (flagGroups).\nconst layerGroupMax = %d\n\n", LayerGroupMax)
+	fmt.Fprintf(&b, "// groupMax is the longest row the kernels normalize four at a time (the AVX-512 ones under flagGroups: longGroupMax).\nconst groupMax = %d\n\n", GroupMax)
+	fmt.Fprintf(&b, "// longGroupMax is the longest row the AVX-512 forward functions normalize four at a time under flagGroups.\nconst longGroupMax = %d\n\n", LongGroupMax)
 	fmt.Fprintf(&b, "// rowsMax is the longest row flagRows sends through the one-row path one at a time instead of the groups, unless a rule raises it (streamrule.RowRule.Short).\nconst rowsMax = %d\n\n", RowsMax)
 	b.WriteString("// variant numbers the form of a call (format, weight form, residual): its index in spec.Forward.\n")
 	b.WriteString("// The generic kernel runs each; the assembly has one forward function per format (spec.Body).\n")

@@ -296,7 +296,8 @@ func applyRows[D, T elem](n *Norm, r *rowsOf[D, T], f format, k kernelID) bool {
 // from avx512LayerGroups (not 0) to longGroupMax, and with avx512LongGroups RMSNorm's 16-bit rows
 // (in, out or both) longer than groupMax, up to longGroupMax (shorter ones group without it). The
 // AVX2 functions take groups of rows of at most groupMax without it. setMemoryFlags clears it
-// again for rows from memory longer than groupMax.
+// again for rows from memory longer than groupMax. A float32-into-float32 RMSNorm job never gets
+// it: its function's one-row path compares the flags word exactly, and does not test the flag.
 func groupsFlag(k kernelID, f format, d int, layer bool) uint32 {
 	if k != kernelAVX512 && k != kernelAVX512BF16 || d > longGroupMax {
 		return 0

@@ -167,6 +167,9 @@ func FuzzApply16(f *testing.F) {
 	f.Add(uint16(4), uint8(2), uint8(0), uint8(0), math.Float32bits(1e-6), []byte{0, 1, 2, 3, 4, 5, 6, 7, 8})
 	f.Add(uint16(130), uint8(4), uint8(3), uint8(0x5d), math.Float32bits(1e-5), []byte{0, 9, 9, 9, 64, 1, 2, 3, 200})
 	f.Add(uint16(513), uint8(9), uint8(1), uint8(0xee), uint32(0), []byte{1, 0, 0, 0x80, 0x7f, 1, 2, 3, 4})
+	// Rows of 768 and 1024 in groups (the top bit of rows8): four and five rows.
+	f.Add(uint16(767), uint8(128), uint8(0), uint8(0x00), math.Float32bits(1e-6), []byte{0, 1, 2, 3, 4, 5, 6, 7, 8})
+	f.Add(uint16(1023), uint8(129), uint8(2), uint8(0xc1), math.Float32bits(1e-5), []byte{0, 9, 9, 9, 64, 1, 2, 3, 200})
 	f.Fuzz(func(t *testing.T, d16 uint16, rows8, gap8, flags uint8, epsBits uint32, data []byte) {
 		x, w, eps := fuzzInput16(d16, rows8, epsBits, data)
 		d, rows := len(w), len(x)/len(w)
@@ -207,6 +210,7 @@ func FuzzApplyTo16(f *testing.F) {
 	f.Add(uint16(4), uint8(2), uint8(0), uint8(0), uint8(0), math.Float32bits(1e-6), []byte{0, 1, 2, 3, 4, 5, 6, 7, 8})
 	f.Add(uint16(128), uint8(4), uint8(5), uint8(0x30), uint8(0xcd), math.Float32bits(1e-5), []byte{0, 9, 9, 9, 64, 1, 2, 3, 200})
 	f.Add(uint16(513), uint8(9), uint8(0), uint8(0x52), uint8(0xbe), uint32(0), []byte{1, 0, 0, 0x80, 0x7f, 1, 2, 3, 4})
+	f.Add(uint16(767), uint8(128), uint8(0), uint8(0), uint8(0x10), math.Float32bits(1e-6), []byte{0, 1, 2, 3, 4, 5, 6, 7, 8}) // 4x768 in groups
 	f.Fuzz(func(t *testing.T, d16 uint16, rows8, gap8, dst8, flags uint8, epsBits uint32, data []byte) {
 		x, w, eps := fuzzInput(d16, rows8, epsBits, data)
 		d, rows := len(w), len(x)/len(w)

@@ -27,6 +27,7 @@ func FuzzLayerNorm(f *testing.F) {
 	f.Add(uint16(63), uint8(1), uint8(2), uint8(0xa5), uint32(0), []byte{1, 0, 0, 0x80, 0x7f, 1, 2, 3, 4})
 	f.Add(uint16(1), uint8(4), uint8(3), uint8(0x27), math.Float32bits(0.5), []byte{1, 0xff, 0xff, 0x7f, 0x7f, 0, 0, 0x80, 0x3f})
 	f.Add(uint16(300), uint8(0), uint8(4), uint8(0xf1), math.Float32bits(1e-6), []byte{0, 1, 0, 0, 0, 0, 0, 0, 0x80})
+	f.Add(uint16(767), uint8(3), uint8(128), uint8(0x13), math.Float32bits(1e-12), []byte{0, 9, 9, 9, 64, 1, 2, 3, 200}) // 4x768 in groups
 	f.Fuzz(func(t *testing.T, d16 uint16, rows8, fmt8, flags uint8, epsBits uint32, data []byte) {
 		x, w, eps := fuzzInput(d16, rows8, epsBits, data)
 		rot := data

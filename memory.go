@@ -25,9 +25,9 @@ import "github.com/gosimd/rmsnorm/internal/streamrule"
 // measurements). LayerNorm's pipe sums the next row's elements for its mean, and its centered
 // pass, which then reads that row from the cache, prefetches only the first 4 KiB of the row
 // after (pipePrefetch in the generator). On Zen 3 and Zen 5, streamed float32 rows of 64 and 128 (out
-// of place) go one at a time through the one-row path's streamed loop, whose sum pass prefetches
-// 8 KiB ahead (rowsAheadBytes in the generator; forwardRows sets flagRows on them beside these
-// flags: setStreamFlags, streamrule.Rows).
+// of place; on Zen 5 with the avx512 kernel up to 384) go one at a time through the one-row path's
+// streamed loop, whose sum pass prefetches 8 KiB ahead (rowsAheadBytes in the generator;
+// forwardRows sets flagRows on them beside these flags: setStreamFlags, streamrule.Rows).
 
 // setMemoryFlags picks how the kernels treat memory for the validated job:
 //   - rows that fill the cache come from memory, so the rows ahead are prefetched while a row is
@@ -38,7 +38,9 @@ import "github.com/gosimd/rmsnorm/internal/streamrule"
 //     into float32 rows, and into float16 ones (without RoundNormalized) when they are longer
 //     than streamrule.PipeMinTo16; so do float16 rows into float16 ones (without
 //     RoundNormalized); on Sapphire Rapids and Emerald Rapids the AVX-512 kernel's, float32 rows
-//     into float32, RMSNorm's longer than pipeAbove.
+//     into float32, RMSNorm's longer than pipeAbove;
+//   - rows from memory longer than groupMax lose flagGroups (the AVX-512 groups of such rows were
+//     measured faster in cache only).
 //
 // The generic kernel ignores flagNT and flagPipe, and for flagPF reads a float32 row without a
 // residual once in order before summing it (touchRow).
@@ -48,8 +50,9 @@ func (j *job) setMemoryFlags() {
 	}
 	if j.rowBytes()*uintptr(j.rows) >= uintptr(streamBytes) {
 		if j.d > groupMax {
-			// The AVX-512 Layer functions' groups of rows longer than groupMax were measured
-			// faster in cache only (streamrule.LayerGroups): rows from memory go alone.
+			// The AVX-512 functions' groups of rows longer than groupMax (LayerNorm's, and
+			// RMSNorm's 16-bit rows) were measured faster in cache only (streamrule.LayerGroups,
+			// LongGroups): rows from memory go alone.
 			j.flags &^= flagGroups
 		}
 		j.flags |= flagPF

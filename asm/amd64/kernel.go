@@ -264,8 +264,8 @@ func (g *gen) locals() {
 		g.slotR = AllocLocal(block * g.eb)
 	}
 	g.invs = AllocLocal(g.s.packedBytes)
-	if g.layerGroups() {
-		g.means = AllocLocal(g.s.packedBytes)
+	if g.v.Layer {
+		g.means = AllocLocal(g.s.packedBytes) // a group's means (layerSums)
 	}
 	for _, m := range []*Mem{&g.done, &g.dstStrideB, &g.skip, &g.pend, &g.k, &g.tailN, &g.resTail} {
 		*m = AllocLocal(8)
@@ -369,7 +369,7 @@ func (g *gen) pickRows() {
 	MOVQ(U32(1), g.pend)
 	CMPQ(g.field(spec.Job.Res), U8(0))
 	JNE(LabelRef("addsum"))
-	if g.layerGroups() && g.s == avx512 {
+	if g.v.Layer && g.s == avx512 {
 		TESTL(U32(spec.FlagGroups), g.flags())
 		JZ(LabelRef("sum")) // the AVX-512 Layer functions take groups under FlagGroups only
 	}
@@ -378,12 +378,16 @@ func (g *gen) pickRows() {
 	DECQ(g.skip)
 	JMP(LabelRef("sum"))
 	Label("trygroup")
+	// The AVX-512 functions group rows of up to LongGroupMax under FlagGroups: the Layer ones
+	// (above) any row, the RMSNorm ones of 16-bit rows (in or out) those longer than GroupMax.
+	// The float32 RMSNorm function, whose one-row path compares the flags word exactly, never
+	// gets the flag and keeps GroupMax.
 	most := spec.GroupMax
-	if g.s == avx512 {
-		most = spec.LongGroupMax // the Layer functions under FlagGroups only (above)
+	long := g.s == avx512 && !g.hasOneRow()
+	if long {
+		most = spec.LongGroupMax
 	}
-	if g.s == avx512 && !g.v.Layer {
-		// The RMSNorm functions group rows longer than GroupMax under FlagGroups only.
+	if long && !g.v.Layer {
 		CMPQ(g.d(), U32(spec.GroupMax))
 		JBE(LabelRef("grouplen"))
 		TESTL(U32(spec.FlagGroups), g.flags())
@@ -391,7 +395,7 @@ func (g *gen) pickRows() {
 	}
 	CMPQ(g.d(), U32(most))
 	JA(LabelRef("sum"))
-	if g.s == avx512 && !g.v.Layer {
+	if long && !g.v.Layer {
 		Label("grouplen")
 	}
 	MOVQ(g.to(), t)
@@ -1126,7 +1130,7 @@ func (g *gen) scaleRows(inv VecVirtual) {
 	k := GP64()
 	MOVQ(g.k, k)
 	VBROADCASTSS(g.invs.Idx(k, 4), invv)
-	if g.layerGroups() {
+	if g.v.Layer {
 		VBROADCASTSS(g.means.Idx(k, 4), g.mv) // a group's row (one row keeps meanOf's)
 	}
 	Label("scalebody")

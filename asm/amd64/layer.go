@@ -10,7 +10,7 @@ import (
 
 // The Layer functions (spec.Variant.Layer: LayerNorm, a Norm with Center or Bias) are the kernel
 // function of their format with a few switches, one row at a time, or four short rows at a time
-// (layerGroups: on AVX2 always, on AVX-512 under spec.FlagGroups):
+// (layerSums: on AVX2 always, on AVX-512 under spec.FlagGroups):
 //
 //	sum:      with flagCenter, the sum of x (with a residual, addsum: of h = x + res, stored to
 //	          res) in the 64 partials (under FlagPipe, in the scale loop of the row before: pipe);
@@ -36,42 +36,34 @@ const (
 	accCentered              // (x-m)*(x-m), m in g.mv: LayerNorm's sum of squares
 )
 
-// layerGroups reports whether the Layer function takes short rows four at a time, as the RMSNorm
-// functions do: the sums of the group's rows, their four means in one register, the centered
-// squares of each row with its mean, then invGroup and the scale pass, each row with its mean
-// from g.means. The latencies of the two reductions and the divisions, which a short row waits on
-// one after the other, overlap across the rows of a group. A group with a sum that is not finite
-// or a t out of range is redone a row at a time, which stops at that row (see meanGroup). The
-// AVX2 functions always take groups; the AVX-512 ones only under spec.FlagGroups (pickRows),
-// which the Go side sets on the CPUs where they were measured faster (streamrule.LayerGroups).
-func (g *gen) layerGroups() bool { return g.v.Layer }
-
 // layerSums emits the sum passes of a Layer function and returns the register holding the
 // partly reduced partials of the centered squares, for invOne (or for invGroup, through g.q).
+//
+// The Layer functions take short rows four at a time, as the RMSNorm functions do: the sums of
+// the group's rows, their four means in one register, the centered squares of each row with its
+// mean, then invGroup and the scale pass, each row with its mean from g.means. The latencies of
+// the two reductions and the divisions, which a short row waits on one after the other, overlap
+// across the rows of a group. A group with a sum that is not finite or a t out of range is redone
+// a row at a time, which stops at that row (see meanGroup). The AVX2 functions take groups of
+// rows of at most spec.GroupMax always; the AVX-512 ones of rows of at most spec.LongGroupMax
+// only under spec.FlagGroups (pickRows), which the Go side sets on the CPUs where they were
+// measured faster (streamrule.LayerGroups).
 func (g *gen) layerSums(acc []VecVirtual) VecVirtual {
 	s := g.s
 	g.mv = s.vec()
-	groups := g.layerGroups()
 	Label("sum")
 	TESTL(U32(spec.FlagCenter), g.flags())
 	JZ(LabelRef("nocenter"))
 	xr := GP64()
 	MOVQ(g.x, xr)
-	var k GPVirtual // byte offset of the row's slot in g.q (groups)
-	if groups {
-		k = GP64()
-		XORQ(k, k)
-		Label("meanrow")
-	}
+	k := GP64() // byte offset of the row's slot in g.q (groups)
+	XORQ(k, k)
+	Label("meanrow")
 	g.op = accSum
 	p := g.partial(g.sumSquares(acc, xr, nil))
 	g.op = accSquares
-	if groups {
-		g.groupRowDone(p, xr, k, "mean", "meanrow", "meangroup")
-		g.meanGroup()
-	} else {
-		JMP(LabelRef("mean"))
-	}
+	g.groupRowDone(p, xr, k, "mean", "meanrow", "meangroup")
+	g.meanGroup()
 
 	g.sumAddRow(acc) // the sum of h, on to mean
 
@@ -83,35 +75,29 @@ func (g *gen) layerSums(acc []VecVirtual) VecVirtual {
 	JMP(LabelRef("centered"))
 	Label("nocenter")
 	s.zero(g.mv)
-	if groups {
-		// A group's means: +0. The slot is packedBytes wide, as the register of packed.
-		if s == avx2 {
-			VMOVUPS(g.mv.AsX(), g.means)
-		} else {
-			VMOVUPS(g.mv, g.means)
-		}
+	// A group's means: +0. The slot is packedBytes wide, as the register of packed.
+	if s == avx2 {
+		VMOVUPS(g.mv.AsX(), g.means)
+	} else {
+		VMOVUPS(g.mv, g.means)
 	}
 
 	Label("centered")
 	xr = GP64()
 	MOVQ(g.x, xr) // h with a residual (see prologue)
-	if groups {
-		XORQ(k, k)
-		CMPQ(g.pend, U8(1))
-		JE(LabelRef("sqrow"))
-		Label("sqnext")
-		r := GP64() // the row's index in the group: k / vbytes
-		MOVQ(k, r)
-		SHRQ(U8(map[int]uint8{32: 5, 64: 6}[s.vbytes()]), r)
-		VBROADCASTSS(g.means.Idx(r, 4), g.mv)
-		Label("sqrow")
-	}
+	XORQ(k, k)
+	CMPQ(g.pend, U8(1))
+	JE(LabelRef("sqrow"))
+	Label("sqnext")
+	r := GP64() // the row's index in the group: k / vbytes
+	MOVQ(k, r)
+	SHRQ(U8(map[int]uint8{32: 5, 64: 6}[s.vbytes()]), r)
+	VBROADCASTSS(g.means.Idx(r, 4), g.mv)
+	Label("sqrow")
 	g.lp, g.op = "sq", accCentered
 	p = g.partial(g.sumSquares(acc, xr, nil))
 	g.lp, g.op = "", accSquares
-	if groups {
-		g.groupRowDone(p, xr, k, "invone", "sqnext", "invgroup")
-	}
+	g.groupRowDone(p, xr, k, "invone", "sqnext", "invgroup")
 	return p
 }
 

@@ -348,9 +348,14 @@ func (r RowRule) Streams(d int) bool { return r.Stream && d <= r.shortMax() }
 // so there the avx512 kernel takes every in-cache call of rows of 64 and 128 one at a time (From
 // 2), and the avx2 kernel calls of fewer than 4 rows (Below 4: its groups win from four rows of
 // 128, and it keeps one rule for both lengths); rows longer than 512 keep the general path (Long
-// gains 0-2%). Rows of 192 to 512 were measured later (the rule above could not send them one at
-// a time: a table of v0.2.10 that gave 64x256 and 16x512 as equal timed the groups both ways),
-// the same way, 25 rounds, two runs (21 rounds, one run, for 512), min ns per row:
+// gains 0-2%). Streamed, rows of 64 and 128 go one at a time with both kernels (Stream), as on
+// Zen 3: the same runs, 32768x128 avx512 18.7 and 14.8 ns in groups, 14.5 and 12.9 one at a time,
+// avx2 20.4 and 16.4 against 19.0 and 14.9; 65536x64 avx512 8.2 against 6.5, avx2 10.0 against
+// 7.9.
+//
+// Rows of 192 to 512 were measured later (the rule above could not send them one at a time: a
+// table of v0.2.10 that gave 64x256 and 16x512 as equal timed the groups both ways), the same
+// way, 25 rounds, two runs (21 rounds, one run, for 512), min ns per row:
 //
 //	          avx512 groups   one at a time
 //	2x192     19.2, 17.5      16.6, 15.2
@@ -379,8 +384,11 @@ func (r RowRule) Streams(d int) bool { return r.Stream && d <= r.shortMax() }
 //
 // so the avx512 kernel takes rows of up to 384 one at a time too (Short 384; 4x384 is even, the
 // other shapes of 192-384 gain 3-30%), and from 448 on, where four rows or more lose up to 30%,
-// keeps the groups. Streamed (65536 rows out of place), the same rows gain one at a time as
-// well: min (median) ns per row over 21 rounds, two runs, groups against one at a time,
+// keeps the groups. The avx2 kernel's one-row loop lost there from four rows on (4x256 20.5 in
+// groups against 28.8, 64x256 19.9 against 28.5) and gained 4% at two and three rows of 192
+// alone (2x192 22.4 against 21.6), so its rule stays at ShortMax. Streamed (65536 rows out of
+// place), the avx512 kernel's rows of 192-384 gain one at a time as well: min (median) ns per
+// row over 21 rounds, two runs, groups against one at a time,
 //
 //	65536x128  16.7 (18.4), 15.8 (17.7)     16.7 (18.1), 15.8 (18.0)  (the same path: 128 took it before)
 //	65536x192  34.5 (37.6), 37.0 (43.6)     29.2 (33.5), 29.5 (34.5)
@@ -390,13 +398,7 @@ func (r RowRule) Streams(d int) bool { return r.Stream && d <= r.shortMax() }
 //	65536x448  67.8 (89.6), 73.8 (85.6)     68.5 (90.8), 71.9 (91.3)  (the same path: Short 384)
 //
 // (with Short 512, 65536x512 measured 92.2 and 80.8 in groups against 98.1 and 90.3), so Short
-// bounds the streamed rows too. The avx2 kernel's one-row loop lost there from four rows on (4x256 20.5 in
-// groups against 28.8, 64x256 19.9 against 28.5) and gained 4% at two and three rows of 192
-// alone (2x192 22.4 against 21.6), so its rule stays at ShortMax.
-// Streamed, rows of 64 and 128 go one at a time with both kernels (Stream), as on Zen 3 (and, with
-// the avx512 kernel, those of up to 384: below): the same
-// runs, 32768x128 avx512 18.7 and 14.8 ns in groups, 14.5 and 12.9 one at a time, avx2 20.4 and
-// 16.4 against 19.0 and 14.9; 65536x64 avx512 8.2 against 6.5, avx2 10.0 against 7.9.
+// bounds the streamed rows too.
 //
 // Elsewhere (Zen 4 among them) every call keeps its usual path: no other CPU has been measured
 // this way.
@@ -498,6 +500,7 @@ func LayerGroups(c CPU) int {
 //	           f32    bf16   tobf16   f16    tof16
 //	4x576      0.87   0.71   0.68     0.74   0.69
 //	64x576     0.93                   0.69   0.77
+//	4x768      0.79                   0.74   0.70
 //	64x768     0.96   0.73   0.84     0.74   0.81
 //	512x768    1.05   0.75   0.89     0.76   0.94
 //	4x1024     0.91                   0.79   0.73
@@ -509,10 +512,10 @@ func LayerGroups(c CPU) int {
 //	64x3072    1.28   0.93   1.13
 //	64x4096    1.18   0.99   1.28
 //
-// (another run: f32 512x768 1.03, 64x1024 0.90). So 16-bit rows group up to 1024, the bound
-// LayerNorm's groups have (their rows of 1536 gain too, but float32 rows written as 16-bit ones
-// lose from 2048 on), and float32 rows, which gain up to 21% on small batches but lose 1-5% at 512
-// rows, keep their rows alone. Rows from memory go alone, as LayerNorm's do. The rule as it stands,
+// (another run: f32 4x576 0.75, 512x768 1.03, 64x1024 0.90; tobf16 8x2048 1.07). So 16-bit rows
+// group up to 1024, the bound LayerNorm's groups have (their rows of 1536 gain too, but float32
+// rows written as 16-bit ones stop gaining at 2048 and lose from 3072 on), and float32 rows,
+// which gain up to 21% on small batches but lose 1-5% at 512 rows, keep their rows alone. Rows from memory go alone, as LayerNorm's do. The rule as it stands,
 // the same way (the 1x768, float32 and 16384x1024 calls take the same path both ways):
 //
 //	           fwdbf16  bf16   f16    tobf16  tof16   f32

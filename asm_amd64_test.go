@@ -348,7 +348,7 @@ func TestAsmAhead(t *testing.T) {
 // TestAsmGroups holds the functions that test flagGroups to the AVX-512 forward functions
 // (avx512's and avx512bf16's, RMSNorm's and LayerNorm's, every format) but the float32 RMSNorm
 // one, whose one-row path compares the flags word exactly and which the Go side never gives the
-// flag (groupsFlag). The groups give the bits of the rows alone, so no other test notices a
+// flag (setGroups). The groups give the bits of the rows alone, so no other test notices a
 // function that lost the test, or one that gained it.
 func TestAsmGroups(t *testing.T) {
 	want := []string{"avx512ForwardLayer"}

@@ -129,8 +129,8 @@ func forwardRows[T elem](nm *names, f format, dst, x []T, w []float32, eps float
 	v := forwardVariant[f][weighted][0] // k and v are read before j is declared: see job.init
 	var j job
 	j.init(ptr(dst), ptr(x), ptr(w), d, d, d, eps, 0, uint32(k)*numEntries+uint32(v), weighted, f, v, nil, nil, nil, nil, rows)
-	if f != formatF32 && d > groupMax { // 16-bit rows that may group under flagGroups
-		j.flags |= groupsFlag(k, f, d, false)
+	if f != formatF32 && d > groupMax { // only 16-bit rows this long may get flagGroups: no call for the others
+		j.setGroups(k)
 	}
 	if 2*nb >= uintptr(streamBytes) { // x and dst could fill the cache
 		j.setStreamFlags(k)
@@ -270,7 +270,6 @@ func applyRows[D, T elem](n *Norm, r *rowsOf[D, T], f format, k kernelID) bool {
 			flags |= flagCenter
 		}
 	}
-	flags |= groupsFlag(k, f, d, layer)
 	v := vs[f][mode][b2i(res != nil)]
 	// Everything is read before the job is declared: a load between its zeroing and the stores
 	// that cover it would keep the zeroing (the compiler cannot tell r and n from j).
@@ -278,6 +277,7 @@ func applyRows[D, T elem](n *Norm, r *rowsOf[D, T], f format, k kernelID) bool {
 	bp, mp := ptr(bias), ptr(mean)
 	var j job
 	j.init(dp, xp, wp, d, stride, dstStride, eps, flags, uint32(k)*numEntries+uint32(v), mode, f, v, ptr(res), ptr(inv), bp, mp, rows)
+	j.setGroups(k)
 	if 3*uintptr(span)*es >= uintptr(streamBytes) || stride != d { // x, dst and res could fill the cache
 		j.setMemoryFlags()
 	}
@@ -291,27 +291,30 @@ func applyRows[D, T elem](n *Norm, r *rowsOf[D, T], f format, k kernelID) bool {
 	return true
 }
 
-// groupsFlag returns flagGroups for a job of rows of d in format f with kernel k, a LayerNorm
-// one (layer) or not, when k is the AVX-512 kernel and its rule says so, else 0: LayerNorm's rows
-// from avx512LayerGroups (not 0) to longGroupMax, and with avx512LongGroups RMSNorm's 16-bit rows
-// (in, out or both) longer than groupMax, up to longGroupMax (shorter ones group without it). The
-// AVX2 functions take groups of rows of at most groupMax without it. setMemoryFlags clears it
-// again for rows from memory longer than groupMax. A float32-into-float32 RMSNorm job never gets
-// it: its function's one-row path compares the flags word exactly, and does not test the flag.
-func groupsFlag(k kernelID, f format, d int, layer bool) uint32 {
-	if k != kernelAVX512 && k != kernelAVX512BF16 || d > longGroupMax {
-		return 0
-	}
-	if layer {
-		if from := avx512LayerGroups; from > 0 && d >= from {
-			return flagGroups
+// setGroups sets flagGroups on the validated forward job j of kernel k when k is the AVX-512
+// kernel and its rule says so: LayerNorm's rows (j.layer) from avx512LayerGroups (not 0) to
+// longGroupMax, and with avx512LongGroups RMSNorm's 16-bit rows (in, out or both) longer than
+// groupMax, up to longGroupMax (shorter ones group without it); of rows longer than groupMax, only
+// those in cache (the AVX-512 groups of such rows were measured faster there alone). The AVX2
+// functions take groups of rows of at most groupMax without it. A float32-into-float32 RMSNorm
+// job never gets it: its function's one-row path compares the flags word exactly, and does not
+// test the flag.
+func (j *job) setGroups(k kernelID) {
+	d := j.d
+	switch {
+	case k != kernelAVX512 && k != kernelAVX512BF16 || d > longGroupMax:
+		return
+	case j.layer():
+		if from := avx512LayerGroups; from == 0 || d < from {
+			return
 		}
-		return 0
+	case !avx512LongGroups || j.format == formatF32 || d <= groupMax:
+		return
 	}
-	if avx512LongGroups && f != formatF32 && d > groupMax {
-		return flagGroups
+	if d > groupMax && j.rowBytes()*uintptr(j.rows) >= uintptr(streamBytes) {
+		return // rows from memory, as setMemoryFlags judges them
 	}
-	return 0
+	j.flags |= flagGroups
 }
 
 // stridedSpan returns the elements that rows of length d, stride apart, span ((rows-1)*stride + d,
@@ -371,11 +374,11 @@ func packedRows[D, T elem](r *rowsOf[D, T], f format, w []float32, eps float32, 
 	if layer {
 		vs = &layerVariant
 	}
-	flags |= groupsFlag(k, f, d, layer)
 	v := vs[f][mode][b2i(res != nil)]
 	dst, x := ptr(r.Dst), ptr(r.X) // read before the job is declared: see applyRows
 	var j job
 	j.init(dst, x, ptr(w), d, d, d, eps, flags, uint32(k)*numEntries+uint32(v), mode, f, v, ptr(res), nil, ptr(bias), nil, rows)
+	j.setGroups(k)
 	if 3*sb >= uintptr(streamBytes) { // x, dst and res could fill the cache
 		j.setMemoryFlags()
 	}

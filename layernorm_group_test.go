@@ -91,16 +91,28 @@ func testLayerNormGroups(t *testing.T, from int) {
 	}
 }
 
-// TestGroupsFlag holds groupsFlag, which sends a call's rows to the AVX-512 groups (flagGroups),
+// TestGroupsFlag holds setGroups, which sends a call's rows to the AVX-512 groups (flagGroups),
 // to its rules: the avx512 kernels only; LayerNorm's rows from avx512LayerGroups (not 0) to
 // longGroupMax, in every format; with avx512LongGroups, RMSNorm's 16-bit rows (in, out or both)
-// longer than groupMax, up to longGroupMax. And setMemoryFlags, which takes the flag off rows
-// from memory longer than groupMax.
+// longer than groupMax, up to longGroupMax; and of rows longer than groupMax, none from memory.
 func TestGroupsFlag(t *testing.T) {
 	defer func(from int, long bool, sb int) {
 		avx512LayerGroups, avx512LongGroups, streamBytes = from, long, sb
 	}(avx512LayerGroups, avx512LongGroups, streamBytes)
+	const rows = 8
+	// groups reports whether setGroups gives flagGroups to a job of rows of d in format f, a
+	// LayerNorm one (flagCenter) or not, out of place.
+	groups := func(k kernelID, f format, d int, layer bool) bool {
+		x, dst := make([]float32, rows*d), make([]float32, rows*d)
+		j := job{dst: ptr(dst), x: ptr(x), d: d, stride: d, dstStride: d, rows: rows, format: f}
+		if layer {
+			j.flags = flagCenter
+		}
+		j.setGroups(k)
+		return j.flags&flagGroups != 0
+	}
 	formats := []format{formatF32, formatBF16, formatF16, formatToBF16, formatToF16}
+	streamBytes = math.MaxInt // every call in cache
 	for _, from := range []int{0, 1, 128} {
 		for _, long := range []bool{false, true} {
 			avx512LayerGroups, avx512LongGroups = from, long
@@ -108,37 +120,32 @@ func TestGroupsFlag(t *testing.T) {
 				avx512 := k == kernelAVX512 || k == kernelAVX512BF16
 				for _, f := range formats {
 					for _, d := range []int{1, 64, 127, 128, 300, groupMax, groupMax + 1, 768, longGroupMax, longGroupMax + 1, 4096} {
-						wantLayer, wantRMS := uint32(0), uint32(0)
-						if avx512 && from != 0 && d >= from && d <= longGroupMax {
-							wantLayer = flagGroups
+						wantLayer := avx512 && from != 0 && d >= from && d <= longGroupMax
+						wantRMS := avx512 && long && f != formatF32 && d > groupMax && d <= longGroupMax
+						if got := groups(k, f, d, true); got != wantLayer {
+							t.Errorf("avx512LayerGroups %d: %s, format %d, d %d, LayerNorm: flagGroups %v, want %v", from, k, f, d, got, wantLayer)
 						}
-						if avx512 && long && f != formatF32 && d > groupMax && d <= longGroupMax {
-							wantRMS = flagGroups
-						}
-						if got := groupsFlag(k, f, d, true); got != wantLayer {
-							t.Errorf("avx512LayerGroups %d: groupsFlag(%s, format %d, %d, LayerNorm) = %#x, want %#x", from, k, f, d, got, wantLayer)
-						}
-						if got := groupsFlag(k, f, d, false); got != wantRMS {
-							t.Errorf("avx512LongGroups %v: groupsFlag(%s, format %d, %d, RMSNorm) = %#x, want %#x", long, k, f, d, got, wantRMS)
+						if got := groups(k, f, d, false); got != wantRMS {
+							t.Errorf("avx512LongGroups %v: %s, format %d, d %d, RMSNorm: flagGroups %v, want %v", long, k, f, d, got, wantRMS)
 						}
 					}
 				}
 			}
 		}
 	}
-	const rows = 8
+	avx512LayerGroups, avx512LongGroups = 1, true
 	for _, d := range []int{128, groupMax, groupMax + 64, longGroupMax} {
 		for _, stream := range []bool{false, true} {
-			x, dst := make([]float32, rows*d), make([]float32, rows*d)
 			streamBytes = math.MaxInt
 			if stream {
 				streamBytes = 0
 			}
-			j := job{dst: ptr(dst), x: ptr(x), d: d, stride: d, dstStride: d, rows: rows, format: formatF32,
-				flags: flagCenter | flagGroups}
-			j.setMemoryFlags()
-			if got, want := j.flags&flagGroups != 0, !stream || d <= groupMax; got != want {
-				t.Errorf("%dx%d, from memory %v: flagGroups after setMemoryFlags %v, want %v", rows, d, stream, got, want)
+			want := !stream || d <= groupMax
+			if got := groups(kernelAVX512, formatF32, d, true); got != want {
+				t.Errorf("%dx%d LayerNorm, from memory %v: flagGroups %v, want %v", rows, d, stream, got, want)
+			}
+			if got, want := groups(kernelAVX512, formatBF16, d, false), want && d > groupMax; got != want {
+				t.Errorf("%dx%d RMSNorm bfloat16, from memory %v: flagGroups %v, want %v", rows, d, stream, got, want)
 			}
 		}
 	}

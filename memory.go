@@ -38,9 +38,7 @@ import "github.com/gosimd/rmsnorm/internal/streamrule"
 //     into float32 rows, and into float16 ones (without RoundNormalized) when they are longer
 //     than streamrule.PipeMinTo16; so do float16 rows into float16 ones (without
 //     RoundNormalized); on Sapphire Rapids and Emerald Rapids the AVX-512 kernel's, float32 rows
-//     into float32, RMSNorm's longer than pipeAbove;
-//   - rows from memory longer than groupMax lose flagGroups (the AVX-512 groups of such rows were
-//     measured faster in cache only).
+//     into float32, RMSNorm's longer than pipeAbove.
 //
 // The generic kernel ignores flagNT and flagPipe, and for flagPF reads a float32 row without a
 // residual once in order before summing it (touchRow).
@@ -49,12 +47,6 @@ func (j *job) setMemoryFlags() {
 		j.flags |= flagPF
 	}
 	if j.rowBytes()*uintptr(j.rows) >= uintptr(streamBytes) {
-		if j.d > groupMax {
-			// The AVX-512 functions' groups of rows longer than groupMax (LayerNorm's, and
-			// RMSNorm's 16-bit rows) were measured faster in cache only (streamrule.LayerGroups,
-			// LongGroups): rows from memory go alone.
-			j.flags &^= flagGroups
-		}
 		j.flags |= flagPF
 		if j.dst != j.x {
 			j.flags |= flagNT

@@ -39,16 +39,15 @@ var rowRules = [2]streamrule.RowRule{
 }
 
 // avx512LayerGroups is the shortest row that the AVX-512 Layer functions take four at a time, up to
-// longGroupMax in cache and groupMax from memory (flagGroups, set by groupsFlag and cleared by
-// setMemoryFlags), as streamrule.LayerGroups decides from cpuid: 128 on Zen 5, 0 (never)
-// elsewhere. The AVX2 ones always do. A variable so that tests can run the
-// kernels both ways.
+// longGroupMax in cache and groupMax from memory (flagGroups, set by setGroups), as
+// streamrule.LayerGroups decides from cpuid: 128 on Zen 5, 0 (never) elsewhere. The AVX2 ones
+// always do. A variable so that tests can run the kernels both ways.
 var avx512LayerGroups = streamrule.LayerGroups(streamrule.Host())
 
 // avx512LongGroups is whether the AVX-512 RMSNorm functions take 16-bit rows (in, out or both)
-// longer than groupMax four at a time, up to longGroupMax in cache (flagGroups, set by groupsFlag
-// and cleared by setMemoryFlags), as streamrule.LongGroups decides from cpuid: on Zen 5. A
-// variable so that tests can run the kernels both ways.
+// longer than groupMax four at a time, up to longGroupMax in cache (flagGroups, set by
+// setGroups), as streamrule.LongGroups decides from cpuid: on Zen 5. A variable so that tests can
+// run the kernels both ways.
 var avx512LongGroups = streamrule.LongGroups(streamrule.Host())
 
 // aheadRows is whether the backward kernels prefetch rows from memory 1 KiB ahead of their

@@ -46,7 +46,11 @@ import (
 // KORTESTW per 64 lanes after KORW of the four classifications 264; no per-vector test at all,
 // VCMPPS or VMAXPS raising MXCSR's invalid and denormal flags instead, read once per row, 228-238
 // at 1x4096 and 2-3% at 1x1024, but a flagged row would have to be redone, which a row normalized
-// in place cannot be.
+// in place cannot be. Why it costs (2026-12-05, the same VM): in a loop of the scale pass's
+// arithmetic alone, four VFPCLASSPS add 0.36-0.47 ns per 64 lanes to the 1.1 of eight VMULPS and
+// two VCVTNE2PS2BF16, where four VADDPS, VMAXPS or VGETEXPPS add under 0.1: the classification
+// competes with the multiplies. With no check at all, ApplyToBF16 1x4096 still took 1.07x
+// Forward's time (bench/results/amd-zen5-turin.txt).
 //
 // Neither Avo nor the Go assembler knows VCVTNE2PS2BF16: it is emitted as an ir.Instruction with
 // its operands, so that Avo allocates its registers, sees its reads and writes and lists

@@ -311,8 +311,8 @@ func (j *job) setGroups(k kernelID) {
 	case !avx512LongGroups || j.format == formatF32 || d <= groupMax:
 		return
 	}
-	if d > groupMax && j.rowBytes()*uintptr(j.rows) >= uintptr(streamBytes) {
-		return // rows from memory, as setMemoryFlags judges them
+	if d > groupMax && j.fromMemory() {
+		return
 	}
 	j.flags |= flagGroups
 }

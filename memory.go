@@ -46,7 +46,7 @@ func (j *job) setMemoryFlags() {
 	if j.stride != j.d {
 		j.flags |= flagPF
 	}
-	if j.rowBytes()*uintptr(j.rows) >= uintptr(streamBytes) {
+	if j.fromMemory() {
 		j.flags |= flagPF
 		if j.dst != j.x {
 			j.flags |= flagNT
@@ -72,6 +72,10 @@ func (j *job) pipes() bool {
 		(j.format != formatToF16 || j.d > streamrule.PipeMinTo16) &&
 		(j.flags&flagCenter != 0 || j.d > pipeAbove)
 }
+
+// fromMemory reports whether the rows of the forward job j fill the cache (streamBytes): the
+// kernels then treat them as coming from memory (setMemoryFlags, setGroups).
+func (j *job) fromMemory() bool { return j.rowBytes()*uintptr(j.rows) >= uintptr(streamBytes) }
 
 // rowBytes is the memory one row of a forward job moves: x, dst unless it is x, and the residual.
 func (j *job) rowBytes() uintptr {

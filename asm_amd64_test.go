@@ -85,6 +85,7 @@ func kernelOf(fn string) kernelID {
 
 var (
 	tableLine = regexp.MustCompile(`^DATA kernels<>\+(\d+)\(SB\)/8, \$·(\w+)\(SB\)$`)
+	rowLine   = regexp.MustCompile(`^DATA rows<>\+(\d+)\(SB\)/8, \$·(\w+)\(SB\)$`)
 	convCase  = regexp.MustCompile(`case uint\((kernel\w+)\)\*numConvOps \+ uint\(conv\w+\):\s+(\w+)\(dst, src, n\)`)
 )
 
@@ -154,8 +155,47 @@ func variantFormat(t *testing.T, v variant) format {
 	return 0
 }
 
+// rowTable returns the table callRow jumps through (rmsnorm_amd64.s): each kernel's row function,
+// noRow for a kernel without one.
+func rowTable(t *testing.T) []string {
+	t.Helper()
+	s, err := os.ReadFile("rmsnorm_amd64.s")
+	if err != nil {
+		t.Fatal(err)
+	}
+	table := make([]string, len(kernelNames))
+	n := 0
+	for _, line := range strings.Split(string(s), "\n") {
+		if m := rowLine.FindStringSubmatch(line); m != nil {
+			off, _ := strconv.Atoi(m[1])
+			if off%8 != 0 || off/8 >= len(table) || table[off/8] != "" {
+				t.Fatalf("the row table has an entry at +%d, for %d kernels", off, len(kernelNames))
+			}
+			table[off/8] = m[2]
+			n++
+		}
+	}
+	if n != len(kernelNames) {
+		t.Fatalf("the row table has %d entries, want one for each of %d kernels", n, len(kernelNames))
+	}
+	return table
+}
+
+// The kernels that have row functions are those whose table rows hold their own one-row path:
+// avx512 (and kernelAVX512BF16, which runs its float32 functions) and avx2; the others have noRow.
+func TestRowTable(t *testing.T) {
+	want := map[kernelID]string{kernelGeneric: "noRow", kernelNEON: "noRow", kernelAVX2: "avx2Row",
+		kernelAVX512: "avx512Row", kernelAVX512BF16: "avx512Row"}
+	for k, fn := range rowTable(t) {
+		if fn != want[kernelID(k)] {
+			t.Errorf("callRow jumps to %s for %s (%d), want %s", fn, kernelID(k), k, want[kernelID(k)])
+		}
+	}
+}
+
 // kernelFuncs returns, for each kernel, the functions it runs: its row of the table callKernel
-// jumps through (rmsnorm_amd64.s) and the conversions convertAsm calls for it (rmsnorm_amd64.go).
+// jumps through (rmsnorm_amd64.s), its row function (callRow's table) and the conversions
+// convertAsm calls for it (rmsnorm_amd64.go).
 func kernelFuncs(t *testing.T) map[kernelID][]string {
 	t.Helper()
 	fns := map[kernelID][]string{}
@@ -166,6 +206,11 @@ func kernelFuncs(t *testing.T) map[kernelID][]string {
 	}
 	for k, row := range kernelTable(t) {
 		for _, fn := range row {
+			add(kernelID(k), fn)
+		}
+	}
+	for k, fn := range rowTable(t) {
+		if fn != "noRow" {
 			add(kernelID(k), fn)
 		}
 	}
@@ -192,18 +237,18 @@ func kernelFuncs(t *testing.T) map[kernelID][]string {
 // Each function may require only what the dispatch predicate of every kernel that runs it checks
 // (the functions of its row of the table, and its conversions), and together the functions a
 // kernel runs require all of it: the predicate asks for nothing the code does not use. Every
-// function but callKernel is run by some kernel.
+// function but the jumps (callKernel, callRow) and noRow is run by some kernel.
 func TestAsmRequiresMatchDispatch(t *testing.T) {
 	requires := map[string][]string{}
 	for _, fn := range parseAsm(t) {
 		requires[fn.name] = fn.requires
-		// callKernel, the jump to a kernel's function, runs on every amd64 CPU.
-		if fn.name == "callKernel" && len(fn.requires) > 0 {
-			t.Errorf("callKernel requires %v", fn.requires)
+		// callKernel and callRow, the jumps to a kernel's functions, and noRow run on every amd64 CPU.
+		if (fn.name == "callKernel" || fn.name == "callRow" || fn.name == "noRow") && len(fn.requires) > 0 {
+			t.Errorf("%s requires %v", fn.name, fn.requires)
 		}
 	}
 	runs := kernelFuncs(t)
-	ran := map[string]bool{"callKernel": true}
+	ran := map[string]bool{"callKernel": true, "callRow": true, "noRow": true}
 	for k := range kernelNames {
 		k := kernelID(k)
 		want, ok := kernelFeatures[k]

@@ -190,9 +190,12 @@ func BenchmarkCopy16(b *testing.B) {
 
 // BenchmarkOverhead/<kernel>/<api>/<shape> puts the public entry points next to the kernel they
 // end in: direct is the kernel function itself (the assembly, or the generic kernel's entry)
-// called with a job validated once outside the loop; Forward, NormForward (Norm.Forward), Apply (a
-// Norm with a plain weight) and ApplyResidual (with Rows.Residual, next to its own directResidual)
-// validate and dispatch on every call. The difference is the cost of the API per call.
+// called with a job validated once outside the loop; row is the row function that Forward,
+// Norm.Forward and Apply call for one float32 row whose length is a multiple of 64 (callRow, the
+// avx512 and avx2 kernels), called straight with the row's arguments; Forward, NormForward
+// (Norm.Forward), Apply (a Norm with a plain weight) and ApplyResidual (with Rows.Residual, next
+// to its own directResidual) validate and dispatch on every call. The difference is the cost of
+// the API per call.
 //
 // Apply and ApplyResidual pass a Rows literal, as callers usually write the call. The compiler
 // builds the literal with 8-byte stores and copies it into the call's arguments with 16-byte
@@ -207,7 +210,7 @@ func BenchmarkCopy16(b *testing.B) {
 func BenchmarkOverhead(b *testing.B) {
 	for _, k := range available {
 		b.Run(k.name(), func(b *testing.B) {
-			for _, api := range []string{"direct", "directRows", "Forward", "NormForward", "Apply", "ApplyReused", "directResidual", "directResidualRows", "ApplyResidual", "ApplyResidualReused"} {
+			for _, api := range []string{"direct", "row", "directRows", "Forward", "NormForward", "Apply", "ApplyReused", "directResidual", "directResidualRows", "ApplyResidual", "ApplyResidualReused"} {
 				b.Run(api, func(b *testing.B) {
 					for _, s := range benchutil.Must(benchutil.Overhead) {
 						x, w := benchData(s)
@@ -227,6 +230,15 @@ func BenchmarkOverhead(b *testing.B) {
 								}
 								j.setMemoryFlags()
 								callDirect(b, k, &j)
+							case "row":
+								// The row function Forward and Apply call for one float32 row (callRow),
+								// called straight: what those calls cost beyond it is their checks.
+								if s.Rows != 1 || !hasRowFunc(k) {
+									b.Skip("the row functions take one row, on the kernels that have them")
+								}
+								for b.Loop() {
+									callRow(ptr(y), ptr(x), ptr(w), s.D, 1e-6, k)
+								}
 							case "directRows":
 								j := job{dst: ptr(y), x: ptr(x), w: ptr(w), d: s.D, stride: s.D, dstStride: s.D, rows: s.Rows,
 									eps: 1e-6, mode: weighted, v: vWeighted}

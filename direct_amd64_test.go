@@ -21,3 +21,8 @@ func callDirect(b *testing.B, k kernelID, j *job) {
 		callGeneric(b, k, j)
 	}
 }
+
+// hasRowFunc reports whether kernel k has a row function (callRow): the avx512 and avx2 kernels.
+func hasRowFunc(k kernelID) bool {
+	return k == kernelAVX512 || k == kernelAVX512BF16 || k == kernelAVX2
+}

@@ -16,3 +16,6 @@ func callDirect(b *testing.B, k kernelID, j *job) {
 		callGeneric(b, k, j)
 	}
 }
+
+// hasRowFunc reports whether kernel k has a row function (callRow): no arm64 kernel has one.
+func hasRowFunc(k kernelID) bool { return false }

@@ -6,3 +6,6 @@ import "testing"
 
 // callDirect runs the benchmark loop on the generic kernel's entry: the only kernel of this build.
 func callDirect(b *testing.B, k kernelID, j *job) { callGeneric(b, k, j) }
+
+// hasRowFunc reports whether kernel k has a row function (callRow): this build has none.
+func hasRowFunc(k kernelID) bool { return false }

@@ -83,6 +83,65 @@ func TestOneRowMatchesGeneric(t *testing.T) {
 	}
 }
 
+// TestCallRow calls each kernel's row function (callRow, which Forward and Apply take for one
+// float32 row in cache) straight, on a row inside a buffer of NaN: with a row function, a row of
+// a multiple of 64 whose t is in range comes out with generic's bits, in place too, and nothing
+// else is written; a row it leaves (t out of range, a length not a multiple of 64, a kernel
+// without one) reports false with nothing written at all.
+func TestCallRow(t *testing.T) {
+	const pad = 16
+	for _, k := range testKernels() {
+		for _, d := range oneRowDims {
+			for ci, c := range valueClasses {
+				for seed := range 3 {
+					r := seedFor(d, ci, seed, 67)
+					x := make([]float32, d)
+					fill(x, c, r)
+					w := make([]float32, d)
+					fill(w, classNormal, r)
+					eps := []float32{0, 1e-6, 1e-5}[seed]
+					name := fmt.Sprintf("%s/d=%d/%s/seed=%d", k.name(), d, c.name, seed)
+					want := make([]float32, d)
+					forwardWith(kernelGeneric, want, x, w, eps)
+					_, inRange := invRMS(sumSquares(x), d, eps) // false: the float64 path's row
+					takes := hasRowFunc(k) && d%64 == 0 && inRange
+
+					for _, inPlace := range []bool{false, true} {
+						buf := make([]float32, d+2*pad)
+						for i := range buf {
+							buf[i] = float32(math.NaN())
+						}
+						dst := buf[pad : pad+d]
+						src := x
+						if inPlace {
+							copy(dst, x)
+							src = dst
+						}
+						before := append([]float32(nil), buf...)
+						if got := callRow(ptr(dst), ptr(src), ptr(w), d, eps, k); got != takes {
+							t.Fatalf("%s, in place %v: callRow reported %v, want %v", name, inPlace, got, takes)
+						}
+						if !takes {
+							if i := firstDiff(buf, before); i >= 0 {
+								t.Fatalf("%s, in place %v: callRow reported false and changed element %d of the buffer", name, inPlace, i-pad)
+							}
+							continue
+						}
+						if i := firstDiff(dst, want); i >= 0 {
+							t.Fatalf("%s, in place %v: y[%d] = %v (%#08x), generic %v (%#08x)", name, inPlace, i, dst[i], bitsOf(dst[i]), want[i], bitsOf(want[i]))
+						}
+						for i := range pad {
+							if buf[i] == buf[i] || buf[pad+d+i] == buf[pad+d+i] {
+								t.Fatalf("%s, in place %v: callRow wrote outside the row", name, inPlace)
+							}
+						}
+					}
+				}
+			}
+		}
+	}
+}
+
 // runRows runs kernel k on rows [from, to) of the rows x (rows rows of d, stride apart), as a job
 // of all of them with dst rows dstStride apart and flags fl, whose call covers [from, to), and
 // returns those rows of dst followed by their inv. dst starts on a 64-byte boundary (the

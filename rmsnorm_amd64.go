@@ -274,6 +274,31 @@ func avx512bf16ForwardLayerToBF16(j *job, from, to int) int
 //go:noescape
 func avx512bf16NarrowBF16(dst, src unsafe.Pointer, n int)
 
+// avx512Row normalizes the row of d floats at x into dst: y = (x*inv)*w, as the one-row path of the Forward function does.
+// It reports false, having written nothing, when d is not a positive multiple of 64 or the row needs the float64 path.
+//
+//go:noescape
+func avx512Row(dst, x, w unsafe.Pointer, d int, eps float32) bool
+
+// avx2Row normalizes the row of d floats at x into dst: y = (x*inv)*w, as the one-row path of the Forward function does.
+// It reports false, having written nothing, when d is not a positive multiple of 64 or the row needs the float64 path.
+//
+//go:noescape
+func avx2Row(dst, x, w unsafe.Pointer, d int, eps float32) bool
+
+// callRow runs one float32 row of d with a plain weight through kernel k's row function, and
+// reports whether it did: false, having written nothing, when k has none, d is not a positive
+// multiple of 64 or the row needs the float64 path (the caller then takes the job's path). An
+// assembly stub that jumps to the function, as callKernel does (see RowTable).
+//
+//go:noescape
+func callRow(dst, x, w unsafe.Pointer, d int, eps float32, k kernelID) bool
+
+// noRow is callRow's function for the kernels without a row function: it reports false.
+//
+//go:noescape
+func noRow(dst, x, w unsafe.Pointer, d int, eps float32) bool
+
 // convertAsm runs conversion op on n elements with kernel k's vector loop and reports whether
 // k has one.
 func convertAsm(k kernelID, op convOp, dst, src unsafe.Pointer, n int) bool {

@@ -496,6 +496,122 @@ DATA bound8<>+24(SB)/4, $0x57800000
 DATA bound8<>+28(SB)/4, $0x57800000
 GLOBL bound8<>(SB), RODATA|NOPTR, $32
 
+// func avx512Row(dst uintptr, x uintptr, w uintptr, d int, eps float32) bool
+// Requires: AVX, AVX512F
+TEXT ·avx512Row(SB), NOSPLIT, $0-41
+	// avx512Row normalizes the row of d floats at x into dst: y = (x*inv)*w, as the one-row path of the Forward function does.
+	// It reports false, having written nothing, when d is not a positive multiple of 64 or the row needs the float64 path.
+	MOVQ       d+24(FP), AX
+	TESTQ      $0x0000003f, AX
+	JNZ        reject
+	TESTQ      AX, AX
+	JZ         reject
+	MOVQ       x+8(FP), CX
+	MOVQ       dst+0(FP), DX
+	MOVQ       w+16(FP), BX
+	VMOVSS     one<>+0(SB), X4
+	VCVTSI2SSQ AX, X4, X4
+	VMOVSS     one<>+0(SB), X5
+	VDIVSS     X4, X5, X5
+
+	// Sum of squares: element i goes to partial i%64; the first block sets the partials.
+	VMOVUPS (CX), Z0
+	VMULPS  Z0, Z0, Z0
+	VMOVUPS 64(CX), Z1
+	VMULPS  Z1, Z1, Z1
+	VMOVUPS 128(CX), Z2
+	VMULPS  Z2, Z2, Z2
+	VMOVUPS 192(CX), Z3
+	VMULPS  Z3, Z3, Z3
+	MOVQ    $0x00000040, SI
+	CMPQ    SI, AX
+	JAE     onesummed
+
+	PCALIGN $32
+onesumloop:
+	VMOVUPS (CX)(SI*4), Z6
+	VMULPS  Z6, Z6, Z6
+	VADDPS  Z6, Z0, Z0
+	VMOVUPS 64(CX)(SI*4), Z6
+	VMULPS  Z6, Z6, Z6
+	VADDPS  Z6, Z1, Z1
+	VMOVUPS 128(CX)(SI*4), Z6
+	VMULPS  Z6, Z6, Z6
+	VADDPS  Z6, Z2, Z2
+	VMOVUPS 192(CX)(SI*4), Z6
+	VMULPS  Z6, Z6, Z6
+	VADDPS  Z6, Z3, Z3
+	ADDQ    $0x00000040, SI
+	CMPQ    SI, AX
+	JB      onesumloop
+
+onesummed:
+	VADDPS     Z2, Z0, Z0
+	VADDPS     Z3, Z1, Z1
+	VADDPS     Z1, Z0, Z0
+	VSHUFF64X2 $0xee, Z0, Z0, Z1
+	VADDPS     Z1, Z0, Z0
+	VSHUFF32X4 $0x01, Z0, Z0, Z1
+	VADDPS     Z1, Z0, Z0
+	VPERMILPS  $0x4e, Z0, Z1
+	VADDPS     Z1, Z0, Z0
+	VPERMILPS  $0xb1, Z0, Z1
+	VADDPS     Z1, Z0, Z0
+
+	// t = ss/d + eps (ss*(1/d) when d is a power of two, the same bits); t outside [2^-100, MaxFloat32] returns the row for the float64 path.
+	LEAQ   -1(AX), SI
+	TESTQ  AX, SI
+	JNZ    onediv
+	VMULSS X5, X0, X0
+	JMP    onedivided
+
+onediv:
+	VDIVSS X4, X0, X0
+
+onedivided:
+	VADDSS   eps+32(FP), X0, X0
+	VUCOMISS tlo<>+0(SB), X0
+	JCS      onefloat64
+	VUCOMISS tmax<>+0(SB), X0
+	JHI      onefloat64
+	VSQRTSS  X0, X0, X0
+	VMOVSS   one<>+0(SB), X1
+	VDIVSS   X0, X1, X1
+
+	// y = (x*inv)*w, rounded after each multiply.
+	VBROADCASTSS X1, Z0
+	XORQ         SI, SI
+
+	PCALIGN $32
+onescaleloop:
+	VMULPS  (CX)(SI*4), Z0, Z1
+	VMULPS  64(CX)(SI*4), Z0, Z2
+	VMULPS  128(CX)(SI*4), Z0, Z3
+	VMULPS  192(CX)(SI*4), Z0, Z4
+	VMULPS  (BX)(SI*4), Z1, Z1
+	VMOVUPS Z1, (DX)(SI*4)
+	VMULPS  64(BX)(SI*4), Z2, Z2
+	VMOVUPS Z2, 64(DX)(SI*4)
+	VMULPS  128(BX)(SI*4), Z3, Z3
+	VMOVUPS Z3, 128(DX)(SI*4)
+	VMULPS  192(BX)(SI*4), Z4, Z4
+	VMOVUPS Z4, 192(DX)(SI*4)
+	ADDQ    $0x00000040, SI
+	CMPQ    SI, AX
+	JB      onescaleloop
+	VZEROUPPER
+	MOVB    $0x01, ret+40(FP)
+	RET
+
+onefloat64:
+	VZEROUPPER
+	MOVB $0x00, ret+40(FP)
+	RET
+
+reject:
+	MOVB $0x00, ret+40(FP)
+	RET
+
 // func avx512Forward(j uintptr, from int, to int) int
 // Requires: AVX, AVX512F, MMX+
 TEXT ·avx512Forward(SB), NOSPLIT, $384-32
@@ -19962,6 +20078,144 @@ vzero:
 	VZEROUPPER
 	MOVQ (SP), AX
 	MOVQ AX, ret+24(FP)
+	RET
+
+// func avx2Row(dst uintptr, x uintptr, w uintptr, d int, eps float32) bool
+// Requires: AVX, AVX2
+TEXT ·avx2Row(SB), NOSPLIT, $0-41
+	// avx2Row normalizes the row of d floats at x into dst: y = (x*inv)*w, as the one-row path of the Forward function does.
+	// It reports false, having written nothing, when d is not a positive multiple of 64 or the row needs the float64 path.
+	MOVQ       d+24(FP), AX
+	TESTQ      $0x0000003f, AX
+	JNZ        reject
+	TESTQ      AX, AX
+	JZ         reject
+	MOVQ       x+8(FP), CX
+	MOVQ       dst+0(FP), DX
+	MOVQ       w+16(FP), BX
+	VMOVSS     one<>+0(SB), X8
+	VCVTSI2SSQ AX, X8, X8
+	VMOVSS     one<>+0(SB), X9
+	VDIVSS     X8, X9, X9
+
+	// Sum of squares: element i goes to partial i%64; the first block sets the partials.
+	VMOVUPS (CX), Y0
+	VMULPS  Y0, Y0, Y0
+	VMOVUPS 32(CX), Y1
+	VMULPS  Y1, Y1, Y1
+	VMOVUPS 64(CX), Y2
+	VMULPS  Y2, Y2, Y2
+	VMOVUPS 96(CX), Y3
+	VMULPS  Y3, Y3, Y3
+	VMOVUPS 128(CX), Y4
+	VMULPS  Y4, Y4, Y4
+	VMOVUPS 160(CX), Y5
+	VMULPS  Y5, Y5, Y5
+	VMOVUPS 192(CX), Y6
+	VMULPS  Y6, Y6, Y6
+	VMOVUPS 224(CX), Y7
+	VMULPS  Y7, Y7, Y7
+	MOVQ    $0x00000040, SI
+	CMPQ    SI, AX
+	JAE     onesummed
+
+	PCALIGN $32
+onesumloop:
+	VMOVUPS (CX)(SI*4), Y10
+	VMULPS  Y10, Y10, Y10
+	VADDPS  Y10, Y0, Y0
+	VMOVUPS 32(CX)(SI*4), Y10
+	VMULPS  Y10, Y10, Y10
+	VADDPS  Y10, Y1, Y1
+	VMOVUPS 64(CX)(SI*4), Y10
+	VMULPS  Y10, Y10, Y10
+	VADDPS  Y10, Y2, Y2
+	VMOVUPS 96(CX)(SI*4), Y10
+	VMULPS  Y10, Y10, Y10
+	VADDPS  Y10, Y3, Y3
+	VMOVUPS 128(CX)(SI*4), Y10
+	VMULPS  Y10, Y10, Y10
+	VADDPS  Y10, Y4, Y4
+	VMOVUPS 160(CX)(SI*4), Y10
+	VMULPS  Y10, Y10, Y10
+	VADDPS  Y10, Y5, Y5
+	VMOVUPS 192(CX)(SI*4), Y10
+	VMULPS  Y10, Y10, Y10
+	VADDPS  Y10, Y6, Y6
+	VMOVUPS 224(CX)(SI*4), Y10
+	VMULPS  Y10, Y10, Y10
+	VADDPS  Y10, Y7, Y7
+	ADDQ    $0x00000040, SI
+	CMPQ    SI, AX
+	JB      onesumloop
+
+onesummed:
+	VADDPS       Y4, Y0, Y0
+	VADDPS       Y5, Y1, Y1
+	VADDPS       Y6, Y2, Y2
+	VADDPS       Y7, Y3, Y3
+	VADDPS       Y2, Y0, Y0
+	VADDPS       Y3, Y1, Y1
+	VADDPS       Y1, Y0, Y0
+	VEXTRACTF128 $0x01, Y0, X1
+	VADDPS       X1, X0, X1
+	VMOVHLPS     X1, X1, X0
+	VADDPS       X0, X1, X1
+	VMOVSHDUP    X1, X0
+	VADDSS       X0, X1, X1
+
+	// t = ss/d + eps (ss*(1/d) when d is a power of two, the same bits); t outside [2^-100, MaxFloat32] returns the row for the float64 path.
+	LEAQ   -1(AX), SI
+	TESTQ  AX, SI
+	JNZ    onediv
+	VMULSS X9, X1, X0
+	JMP    onedivided
+
+onediv:
+	VDIVSS X8, X1, X0
+
+onedivided:
+	VADDSS   eps+32(FP), X0, X0
+	VUCOMISS tlo<>+0(SB), X0
+	JCS      onefloat64
+	VUCOMISS tmax<>+0(SB), X0
+	JHI      onefloat64
+	VSQRTSS  X0, X0, X0
+	VMOVSS   one<>+0(SB), X1
+	VDIVSS   X0, X1, X1
+
+	// y = (x*inv)*w, rounded after each multiply.
+	VBROADCASTSS X1, Y0
+	XORQ         SI, SI
+
+	PCALIGN $32
+onescaleloop:
+	VMULPS  (CX)(SI*4), Y0, Y1
+	VMULPS  32(CX)(SI*4), Y0, Y2
+	VMULPS  64(CX)(SI*4), Y0, Y3
+	VMULPS  96(CX)(SI*4), Y0, Y4
+	VMULPS  (BX)(SI*4), Y1, Y1
+	VMOVUPS Y1, (DX)(SI*4)
+	VMULPS  32(BX)(SI*4), Y2, Y2
+	VMOVUPS Y2, 32(DX)(SI*4)
+	VMULPS  64(BX)(SI*4), Y3, Y3
+	VMOVUPS Y3, 64(DX)(SI*4)
+	VMULPS  96(BX)(SI*4), Y4, Y4
+	VMOVUPS Y4, 96(DX)(SI*4)
+	ADDQ    $0x00000020, SI
+	CMPQ    SI, AX
+	JB      onescaleloop
+	VZEROUPPER
+	MOVB    $0x01, ret+40(FP)
+	RET
+
+onefloat64:
+	VZEROUPPER
+	MOVB $0x00, ret+40(FP)
+	RET
+
+reject:
+	MOVB $0x00, ret+40(FP)
 	RET
 
 // func avx2Forward(j uintptr, from int, to int) int
@@ -59971,3 +60225,23 @@ DATA kernels<>+2616(SB)/8, $·avx512BackwardLayer(SB)
 DATA kernels<>+2624(SB)/8, $·avx512BackwardLayer(SB)
 DATA kernels<>+2632(SB)/8, $·avx512BackwardLayerUnweighted(SB)
 GLOBL kernels<>(SB), RODATA|NOPTR, $2640
+
+// func callRow(dst, x, w unsafe.Pointer, d int, eps float32, k kernelID) bool: jump to kernel k's row function,
+// with the caller's arguments and return address in place.
+TEXT ·callRow(SB), NOSPLIT, $0-41
+	MOVL k+36(FP), CX
+	LEAQ rows<>(SB), DX
+	MOVQ (DX)(CX*8), DX
+	JMP  DX
+
+// func noRow(dst, x, w unsafe.Pointer, d int, eps float32) bool
+TEXT ·noRow(SB), NOSPLIT, $0-41
+	MOVB $0x00, ret+40(FP)
+	RET
+
+DATA rows<>+0(SB)/8, $·noRow(SB)
+DATA rows<>+8(SB)/8, $·avx2Row(SB)
+DATA rows<>+16(SB)/8, $·avx512Row(SB)
+DATA rows<>+24(SB)/8, $·noRow(SB)
+DATA rows<>+32(SB)/8, $·avx512Row(SB)
+GLOBL rows<>(SB), RODATA|NOPTR, $40

@@ -129,6 +129,9 @@ func neonNarrowBF16(dst, src unsafe.Pointer, n int)
 //go:noescape
 func neonNarrowF16(dst, src unsafe.Pointer, n int)
 
+// callRow reports false: no kernel of this architecture has a row function.
+func callRow(dst, x, w unsafe.Pointer, d int, eps float32, k kernelID) bool { return false }
+
 // convertAsm runs conversion op on n elements with kernel k's vector loop and reports whether
 // k has one.
 func convertAsm(k kernelID, op convOp, dst, src unsafe.Pointer, n int) bool {

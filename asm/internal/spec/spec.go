@@ -485,6 +485,7 @@ type Kernel struct {
 	Variants    []Variant         // the Bodies it has functions for (the others run Base's, or the generic kernel)
 	Conversions []Conversion      // the conversions it has functions for (the others: Base's, or the generic loop)
 	Backward    []BackwardVariant // the BackwardBodies it has functions for (the others: Base's, or the generic kernel)
+	Row         bool              // it has a row function, Prefix+"Row" (RowSignature); else Base's, or none
 	// Base, if not nil, is the kernel whose functions run what this one has none for: a kernel
 	// that differs from another in a few functions lists only those.
 	Base *Kernel
@@ -506,6 +507,72 @@ const (
 	ConvSignature = "(dst, src unsafe.Pointer, n int)"
 	ConvAvoSig    = "func(dst, src uintptr, n int)" // the same frame, in types Avo knows
 )
+
+// RowSignature is the Go signature of the row functions: one float32 row of d elements with a
+// plain weight, from its arguments (see RowDoc).
+const (
+	RowSignature = "(dst, x, w unsafe.Pointer, d int, eps float32) bool"
+	RowAvoSig    = "func(dst, x, w uintptr, d int, eps float32) bool" // the same frame, in types Avo knows
+)
+
+// CallRowSignature is callRow's: a row function's arguments and the kernel, after them so that
+// the row function finds its own where callRow's caller put them.
+const CallRowSignature = "(dst, x, w unsafe.Pointer, d int, eps float32, k kernelID) bool"
+
+// RowTable returns, for each kernel id from 0 up, the function callRow jumps to: the kernel's row
+// function (or its Base's), noRow elsewhere; nil when no kernel of ks has one.
+func RowTable(ks []Kernel) []string {
+	var t []string
+	has := false
+	for _, id := range KernelIDs {
+		fn := "noRow"
+		for i := range ks {
+			if ks[i].ID == id && ks[i].RowFunc() != "" {
+				fn, has = ks[i].RowFunc(), true
+			}
+		}
+		t = append(t, fn)
+	}
+	if !has {
+		return nil
+	}
+	return t
+}
+
+// RowTableData returns the assembler text of callRow, noRow and their table, rows<> (amd64).
+func RowTableData(ks []Kernel) string {
+	var b strings.Builder
+	b.WriteString("\n// func callRow" + CallRowSignature + ": jump to kernel k's row function,\n")
+	b.WriteString("// with the caller's arguments and return address in place.\n")
+	b.WriteString("TEXT ·callRow(SB), NOSPLIT, $0-41\n")
+	b.WriteString("\tMOVL k+36(FP), CX\n\tLEAQ rows<>(SB), DX\n\tMOVQ (DX)(CX*8), DX\n\tJMP  DX\n\n")
+	b.WriteString("// func noRow" + RowSignature + "\n")
+	b.WriteString("TEXT ·noRow(SB), NOSPLIT, $0-41\n\tMOVB $0x00, ret+40(FP)\n\tRET\n\n")
+	t := RowTable(ks)
+	for i, fn := range t {
+		fmt.Fprintf(&b, "DATA rows<>+%d(SB)/8, $·%s(SB)\n", 8*i, fn)
+	}
+	fmt.Fprintf(&b, "GLOBL rows<>(SB), RODATA|NOPTR, $%d\n", 8*len(t))
+	return b.String()
+}
+
+// RowDoc is the documentation of the row function name.
+func RowDoc(name string) []string {
+	return []string{
+		name + " normalizes the row of d floats at x into dst: y = (x*inv)*w, as the one-row path of the Forward function does.",
+		"It reports false, having written nothing, when d is not a positive multiple of 64 or the row needs the float64 path.",
+	}
+}
+
+// RowFunc returns the name of k's row function: k's own, else its Base's, else "" (none).
+func (k *Kernel) RowFunc() string {
+	for ; k != nil; k = k.Base {
+		if k.Row {
+			return k.Prefix + "Row"
+		}
+	}
+	return ""
+}
 
 // ForwardFunc returns the name of the function that runs v on k: k's own, else its Base's, else
 // "" (the generic kernel).
@@ -578,6 +645,28 @@ func GoStubs(header, constraint string, ks []Kernel) string {
 			fmt.Fprintf(&b, "\n// %s%s converts n elements: %s.\n//\n//go:noescape\nfunc %s%s%s\n",
 				k.Prefix, c.Name, c.Doc(), k.Prefix, c.Name, ConvSignature)
 		}
+	}
+	for _, k := range ks {
+		if k.Row {
+			name := k.Prefix + "Row"
+			b.WriteString("\n")
+			for _, line := range RowDoc(name) {
+				fmt.Fprintf(&b, "// %s\n", line)
+			}
+			fmt.Fprintf(&b, "//\n//go:noescape\nfunc %s%s\n", name, RowSignature)
+		}
+	}
+	if RowTable(ks) == nil {
+		b.WriteString("\n// callRow reports false: no kernel of this architecture has a row function.\n")
+		b.WriteString("func callRow" + CallRowSignature + " { return false }\n")
+	} else {
+		b.WriteString("\n// callRow runs one float32 row of d with a plain weight through kernel k's row function, and\n")
+		b.WriteString("// reports whether it did: false, having written nothing, when k has none, d is not a positive\n")
+		b.WriteString("// multiple of 64 or the row needs the float64 path (the caller then takes the job's path). An\n")
+		b.WriteString("// assembly stub that jumps to the function, as callKernel does (see RowTable).\n")
+		b.WriteString("//\n//go:noescape\nfunc callRow" + CallRowSignature + "\n")
+		b.WriteString("\n// noRow is callRow's function for the kernels without a row function: it reports false.\n")
+		b.WriteString("//\n//go:noescape\nfunc noRow" + RowSignature + "\n")
 	}
 	b.WriteString("\n// convertAsm runs conversion op on n elements with kernel k's vector loop and reports whether\n")
 	b.WriteString("// k has one.\nfunc convertAsm(k kernelID, op convOp, dst, src unsafe.Pointer, n int) bool {\n")

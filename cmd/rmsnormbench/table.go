@@ -103,40 +103,64 @@ func (b *bench) tableShape(s benchutil.Shape, peers *peersRunner) error {
 		return func() { rmsnorm.Forward(y, x, w, 1e-6) }
 	}
 
-	cp := b.time(s.String()+" copy()", copyCall)
-	b.addResult(benchutil.Result{Shape: s.String(), Kernel: "copy()", NsPerRow: cp.Min / rows,
-		NsPerRowMedian: cp.Median / rows, GBps: copyBytes / cp.Min, XCopy: 1})
-	for _, k := range b.kernels {
+	// copy(), the kernels and the calls their ratios divide by, their rounds interleaved
+	// (benchutil.TimeEach), so that the kernels are compared (and dispatch checked), and each
+	// ratio taken, under the same conditions.
+	var names []string
+	var fs, picks []func()
+	timed := func(what string, f, pick func()) int {
+		names, fs, picks = append(names, what), append(fs, f), append(picks, pick)
+		return len(fs) - 1
+	}
+	cpAt := timed(s.String()+" copy()", copyCall, nil)
+	type kernelCalls struct{ main, f32, rms, fwd, one int } // indexes into the timings; -1: none
+	kcs := make([]kernelCalls, len(b.kernels))
+	for ki, k := range b.kernels {
 		if err := rmsnorm.SetKernel(k); err != nil {
 			return err
 		}
+		pick := func() { _ = rmsnorm.SetKernel(k) } // checked above
 		what := s.String() + " " + k
-		t := b.time(what, call(b.workers))
-		res := benchutil.Result{Shape: s.String(), Kernel: k, NsPerRow: t.Min / rows, NsPerRowMedian: t.Median / rows,
-			GBps: bytes / t.Min, XCopy: t.Min / cp.Min}
+		kc := kernelCalls{main: timed(what, call(b.workers), pick), f32: -1, rms: -1, fwd: -1, one: -1}
 		if b.format != "f32" {
 			f32 := func() { rmsnorm.Forward(y, x, w, 1e-6) }
 			if b.layernorm {
 				n := layerNorm(w, bias, b.workers)
 				f32 = func() { n.Forward(y, x) }
 			}
-			res.XF32 = t.Min / b.time(what+" float32", f32).Min
+			kc.f32 = timed(what+" float32", f32, pick)
 		}
 		if b.layernorm {
-			rms := normCall(rmsnorm.Norm{Weight: w, Eps: 1e-6, Workers: b.workers})
-			res.XRMSNorm = t.Min / b.time(what+" RMSNorm", rms).Min
+			kc.rms = timed(what+" RMSNorm", normCall(rmsnorm.Norm{Weight: w, Eps: 1e-6, Workers: b.workers}), pick)
 		}
 		if b.backward {
 			n, rs := rmsnorm.Norm{Weight: w, Eps: 1e-6, Workers: b.workers}, rmsnorm.Rows{Dst: y, X: x, Inv: inv}
 			if b.layernorm {
 				n, rs = layerNorm(w, bias, b.workers), rmsnorm.Rows{Dst: y, X: x, Inv: lnInv, Mean: lnMean}
 			}
-			res.XForward = t.Min / b.time(what+" forward", func() { n.Apply(rs) }).Min
+			kc.fwd = timed(what+" forward", func() { n.Apply(rs) }, pick)
 		}
 		if b.workers > 1 {
-			res.XOneWorker = t.Min / b.time(what+" one goroutine", call(1)).Min
+			kc.one = timed(what+" one goroutine", call(1), pick)
 		}
-		b.addResult(res)
+		kcs[ki] = kc
+	}
+	ts := b.timeEach(names, fs, picks)
+	cp := ts[cpAt]
+	b.addResult(benchutil.Result{Shape: s.String(), Kernel: "copy()", NsPerRow: cp.Min / rows,
+		NsPerRowMedian: cp.Median / rows, GBps: copyBytes / cp.Min, XCopy: 1})
+	ratio := func(t benchutil.Timing, i int) float64 { // t over the call timed at i; 0 for none
+		if i < 0 {
+			return 0
+		}
+		return t.Min / ts[i].Min
+	}
+	for ki, k := range b.kernels {
+		kc := kcs[ki]
+		t := ts[kc.main]
+		b.addResult(benchutil.Result{Shape: s.String(), Kernel: k, NsPerRow: t.Min / rows, NsPerRowMedian: t.Median / rows,
+			GBps: bytes / t.Min, XCopy: t.Min / cp.Min, XF32: ratio(t, kc.f32), XRMSNorm: ratio(t, kc.rms),
+			XForward: ratio(t, kc.fwd), XOneWorker: ratio(t, kc.one)})
 	}
 	if peers == nil {
 		return nil
@@ -227,6 +251,7 @@ func (b *bench) addResult(r benchutil.Result) {
 // printTableNotes explains the table's columns.
 func (b *bench) printTableNotes() {
 	b.printf("\nns/row of the best of ten rounds and of the median one; GB/s and the ratios use the best.\n")
+	b.printf("At each shape copy() and the kernels take their rounds in turn.\n")
 	if b.backward {
 		b.printf("GB/s counts x and dy read plus dx written; x copy is the time over copy() of x and dy (lower is better).\n")
 		if b.layernorm {

@@ -39,6 +39,17 @@ func (b *bench) time(what string, f func()) benchutil.Timing {
 	return t
 }
 
+// timeEach measures fs with their rounds interleaved (see benchutil.TimeEach), prep[i] (if not
+// nil) picking the kernel of fs[i], keeping each one's spread under its name in names. The
+// kernel left set afterwards is the last prep's.
+func (b *bench) timeEach(names []string, fs, prep []func()) []benchutil.Timing {
+	ts := benchutil.TimeEach(b.dur, fs, prep)
+	for i, t := range ts {
+		b.spreads = append(b.spreads, spread{names[i], t.Spread()})
+	}
+	return ts
+}
+
 func (b *bench) printf(format string, args ...any) { fmt.Fprintf(b.out, format, args...) }
 
 // busy returns how many of the measurements from the from-th on have a spread above busySpread,

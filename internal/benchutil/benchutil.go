@@ -86,37 +86,71 @@ const rounds = 10
 // than d/10) and returns the nanoseconds per call of the best round, the one least disturbed by
 // the rest of the machine, and of the median round.
 func Time(d time.Duration, f func()) Timing {
-	f() // warm up: page in, fill caches
-	// Find a block of calls that lasts at least a hundredth of d. Each round then runs blocks
-	// until it has lasted a tenth of d: the rounds keep their length even when the machine
-	// slowed the search down and made the block too short.
-	block := 1
-	for {
-		t := time.Now()
-		for i := 0; i < block; i++ {
-			f()
+	return TimeEach(d, []func(){f}, nil)[0]
+}
+
+// TimeEach measures each of fs as Time does, with their rounds interleaved: round r of every
+// function, then round r+1, each round in an order that rotates by one, so that a change in the
+// machine's load or state during the run (another VM's work, the clock) falls on all of them
+// alike, and none always runs after the same one (whose dirty cache lines it would pay for).
+// Comparisons of kernels on a busy machine need that: measured one after the other, the same
+// kernel moved 10-30% between measurements on the 2-vCPU VMs this package is measured on. When
+// prep is not nil, prep[i] (if not nil) runs before each block search and each round of fs[i],
+// outside the time: it picks the kernel fs[i] calls.
+func TimeEach(d time.Duration, fs []func(), prep []func()) []Timing {
+	before := func(i int) {
+		if prep != nil && prep[i] != nil {
+			prep[i]()
 		}
-		if time.Since(t) >= d/(10*rounds) || block >= 1<<30 {
-			break
-		}
-		block *= 2
 	}
-	ns := make([]float64, rounds)
-	for r := range ns {
-		t, calls := time.Now(), 0
+	// For each function, a block of calls that lasts at least a hundredth of d. Each round then
+	// runs blocks until it has lasted a tenth of d: the rounds keep their length even when the
+	// machine slowed the search down and made the block too short.
+	blocks := make([]int, len(fs))
+	for i, f := range fs {
+		before(i)
+		f() // warm up: page in, fill caches
+		block := 1
 		for {
-			for i := 0; i < block; i++ {
+			t := time.Now()
+			for range block {
 				f()
 			}
-			calls += block
-			if el := time.Since(t); el >= d/rounds {
-				ns[r] = float64(el.Nanoseconds()) / float64(calls)
+			if time.Since(t) >= d/(10*rounds) || block >= 1<<30 {
 				break
+			}
+			block *= 2
+		}
+		blocks[i] = block
+	}
+	ns := make([][]float64, len(fs))
+	for i := range ns {
+		ns[i] = make([]float64, rounds)
+	}
+	for r := range rounds {
+		for k := range fs {
+			i := (k + r) % len(fs)
+			f, block := fs[i], blocks[i]
+			before(i)
+			t, calls := time.Now(), 0
+			for {
+				for range block {
+					f()
+				}
+				calls += block
+				if el := time.Since(t); el >= d/rounds {
+					ns[i][r] = float64(el.Nanoseconds()) / float64(calls)
+					break
+				}
 			}
 		}
 	}
-	slices.Sort(ns)
-	return Timing{Min: ns[0], Median: (ns[rounds/2-1] + ns[rounds/2]) / 2}
+	ts := make([]Timing, len(fs))
+	for i, n := range ns {
+		slices.Sort(n)
+		ts[i] = Timing{Min: n[0], Median: (n[rounds/2-1] + n[rounds/2]) / 2}
+	}
+	return ts
 }
 
 // Result is one measurement: an implementation on a shape.

@@ -103,15 +103,22 @@ func (b *bench) overheadSection() {
 		y, res := make([]float32, len(x)), append([]float32(nil), x...)
 		n := rmsnorm.Norm{Weight: w, Eps: 1e-6}
 		// The shape's share of one call on the whole batch.
+		// The kernel alone, with and without a residual, and each call, their rounds in turn.
+		names := []string{s.String() + " kernel alone", s.String() + " kernel alone, Residual"}
+		fs := []func(){
+			func() { rmsnorm.Forward(y, x, w, 1e-6) },
+			func() { n.Apply(rmsnorm.Rows{Dst: y, X: x, Residual: res}) },
+		}
+		for _, api := range overheadAPIs {
+			names, fs = append(names, s.String()+" "+api), append(fs, overheadPieces(api, batch, s.Rows))
+		}
+		ts := b.timeEach(names, fs, nil)
 		share := float64(s.Rows) / float64(batch.Rows)
-		alone := b.time(s.String()+" kernel alone", func() { rmsnorm.Forward(y, x, w, 1e-6) }).Min * share
-		aloneRes := b.time(s.String()+" kernel alone, Residual", func() {
-			n.Apply(rmsnorm.Rows{Dst: y, X: x, Residual: res})
-		}).Min * share
+		alone, aloneRes := ts[0].Min*share, ts[1].Min*share
 
 		calls := float64(batch.Rows / s.Rows)
-		for _, api := range overheadAPIs {
-			t := b.time(s.String()+" "+api, overheadPieces(api, batch, s.Rows))
+		for i, api := range overheadAPIs {
+			t := ts[2+i]
 			kernel := alone
 			if api == apiResidualLiteral || api == apiResidualAhead {
 				kernel = aloneRes

@@ -35,7 +35,7 @@ type summaryShape struct {
 	NsPerRow  float64 `json:"ns_per_row"`                      // Forward on float32 rows with the kernel in use
 	XTextbook float64 `json:"x_faster_than_textbook"`          // the textbook loop's time over NsPerRow
 	XGeneric  float64 `json:"x_faster_than_generic,omitempty"` // generic's time over NsPerRow (0 if generic is in use)
-	BF16      float64 `json:"bf16_time_over_f32"`              // ForwardBF16's time over NsPerRow
+	BF16      float64 `json:"bf16_time_over_f32"`              // ForwardBF16's time over Forward's, timed in turn with the kernel in use
 }
 
 // textbook is RMSNorm as textbooks write it, in plain Go: one float32 accumulator for the sum of
@@ -77,7 +77,8 @@ func (c config) inTable(s benchutil.Shape, who string) bool {
 }
 
 // summaryMeasurements is the number of measurements of the summary: per shape, each rival the
-// table does not have and ForwardBF16, then Workers: 2 and 1 if Go sees more than one CPU.
+// table does not have, and Forward and ForwardBF16 in turn, then Workers: 2 and 1 if Go sees more
+// than one CPU.
 func (c config) summaryMeasurements(active string) int {
 	n := 0
 	for _, s := range summaryShapes {
@@ -86,7 +87,7 @@ func (c config) summaryMeasurements(active string) int {
 				n++
 			}
 		}
-		n++
+		n += 2 // Forward and ForwardBF16, in turn
 	}
 	if runtime.NumCPU() > 1 {
 		n += 2
@@ -132,17 +133,22 @@ func (b *bench) summarySection() {
 		x16 := make([]uint16, len(x))
 		rmsnorm.Float32ToBF16(x16, x)
 		y16 := slices.Clone(x16)
-		bf16 := b.time(s.String()+" ForwardBF16", func() { rmsnorm.ForwardBF16(y16, x16, w, 1e-6) }).Min / float64(s.Rows)
+		// bfloat16 against float32, their rounds in turn, with the kernel in use.
+		pair := b.timeEach([]string{s.String() + " Forward, beside ForwardBF16", s.String() + " ForwardBF16"}, []func(){
+			func() { rmsnorm.Forward(y, x, w, 1e-6) },
+			func() { rmsnorm.ForwardBF16(y16, x16, w, 1e-6) },
+		}, nil)
 		ss := summaryShape{Shape: s.String(), NsPerRow: ns[m.Kernel], XTextbook: ns["textbook"] / ns[m.Kernel],
-			BF16: bf16 / ns[m.Kernel]}
+			BF16: pair[1].Min / pair[0].Min}
 		if m.Kernel != "generic" {
 			ss.XGeneric = ns["generic"] / ns[m.Kernel]
 		}
 		sum.Shapes = append(sum.Shapes, ss)
 		if s == summaryShapes[len(summaryShapes)-1] && runtime.NumCPU() > 1 {
 			n1, n2 := rmsnorm.Norm{Weight: w, Eps: 1e-6, Workers: 1}, rmsnorm.Norm{Weight: w, Eps: 1e-6, Workers: 2}
-			one := b.time(s.String()+" Workers: 1", func() { n1.Forward(y, x) })
-			sum.WorkersSpeedup = one.Min / b.time(s.String()+" Workers: 2", func() { n2.Forward(y, x) }).Min
+			ws := b.timeEach([]string{s.String() + " Workers: 1", s.String() + " Workers: 2"},
+				[]func(){func() { n1.Forward(y, x) }, func() { n2.Forward(y, x) }}, nil)
+			sum.WorkersSpeedup = ws[0].Min / ws[1].Min
 		}
 	}
 	sum.DispatchGaps, sum.DispatchChecked = dispatchCheck(m, b.rep.Results)

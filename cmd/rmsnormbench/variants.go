@@ -75,14 +75,17 @@ func (b *bench) residualVariants() {
 		n := rmsnorm.Norm{Weight: w, Eps: 1e-6}
 		v := variant{Job: "residual add + norm", At: s.String(), Per: "row", Ref: "separate"}
 		bytes := float64(16 * len(x)) // x, res read; res, y written
-		sep := b.time(v.Job+" "+v.At+", separate", func() {
-			for i, v := range x {
-				res[i] += v
-			}
-			rmsnorm.Forward(y, res, w, 1e-6)
-		})
+		ts := b.timeEach([]string{v.Job + " " + v.At + ", separate", v.Job + " " + v.At + ", fused"}, []func(){
+			func() {
+				for i, v := range x {
+					res[i] += v
+				}
+				rmsnorm.Forward(y, res, w, 1e-6)
+			},
+			func() { n.Apply(rmsnorm.Rows{Dst: y, X: x, Residual: res}) },
+		}, nil)
+		sep, fused := ts[0], ts[1]
 		b.addVariant(v, "separate add loop, then Forward", sep, s.Rows, bytes, sep)
-		fused := b.time(v.Job+" "+v.At+", fused", func() { n.Apply(rmsnorm.Rows{Dst: y, X: x, Residual: res}) })
 		b.addVariant(v, "Rows.Residual (fused)", fused, s.Rows, bytes, sep)
 	}
 }
@@ -101,14 +104,18 @@ func (b *bench) mixedVariants() {
 		n := rmsnorm.Norm{Weight: w, Eps: 1e-6}
 		v := variant{Job: "norm into bfloat16", At: s.String(), Per: "row", Ref: "two passes"}
 		bytes := float64(6 * len(x)) // x read, y16 written
-		two := b.time(v.Job+" "+v.At+", two passes", func() {
-			n.Apply(rmsnorm.Rows{Dst: y, X: x})
-			rmsnorm.Float32ToBF16(y16, y)
-		})
+		what := v.Job + " " + v.At
+		ts := b.timeEach([]string{what + ", two passes", what + ", one pass", what + ", float32 out"}, []func(){
+			func() {
+				n.Apply(rmsnorm.Rows{Dst: y, X: x})
+				rmsnorm.Float32ToBF16(y16, y)
+			},
+			func() { n.ApplyToBF16(rmsnorm.RowsTo16{Dst: y16, X: x}) },
+			func() { n.Apply(rmsnorm.Rows{Dst: y, X: x}) },
+		}, nil)
+		two, one, f32 := ts[0], ts[1], ts[2]
 		b.addVariant(v, "Apply, then Float32ToBF16 (two passes)", two, s.Rows, bytes, two)
-		one := b.time(v.Job+" "+v.At+", one pass", func() { n.ApplyToBF16(rmsnorm.RowsTo16{Dst: y16, X: x}) })
 		b.addVariant(v, "ApplyToBF16 (one pass)", one, s.Rows, bytes, two)
-		f32 := b.time(v.Job+" "+v.At+", float32 out", func() { n.Apply(rmsnorm.Rows{Dst: y, X: x}) })
 		b.addVariant(v, "Apply alone (float32 out, 8 bytes/element)", f32, s.Rows, bytes, two)
 	}
 	b.printf("\nGB/s counts the 6 bytes per element of the one-pass call (float32 read, bfloat16 written) on\nevery line.\n")
@@ -165,48 +172,51 @@ func (b *bench) qkAt(tokens int) {
 
 	v := variant{Job: "q/k norm, -qk " + l.String(), At: strconv.Itoa(tokens), Per: "token", Ref: "back to back"}
 	what := fmt.Sprintf("q/k norm at %d tokens, ", tokens)
-	bytes := float64(8 * tokens * kEnd) // the q and k heads read and written
-	ref := b.time(what+"back to back", func() {
-		qNorm.Forward(flat[:nq], flat[:nq])
-		kNorm.Forward(flat[nq:], flat[nq:])
-	})
-	b.addVariant(v, "q rows, then k rows, back to back (2 calls)", ref, tokens, bytes, ref)
-	perHead := b.time(what+"per head", func() {
-		for h := range l.Heads + l.KVHeads {
-			n := qNorm
-			if h >= l.Heads {
-				n = kNorm
-			}
-			head := qkv[h*hd:]
-			n.Apply(rmsnorm.Rows{Dst: head, X: head, N: tokens, Stride: width})
-		}
-	})
-	b.addVariant(v, fmt.Sprintf("per head: Apply with Stride (%d calls)", l.Heads+l.KVHeads), perHead, tokens, bytes, ref)
+	bytes := float64(8 * tokens * kEnd)       // the q and k heads read and written
 	headMajor := make([]float32, tokens*kEnd) // head h of token t at (h*tokens + t)*hd
-	perHeadOut := b.time(what+"head-major", func() {
-		for h := range l.Heads + l.KVHeads {
-			n := qNorm
-			if h >= l.Heads {
-				n = kNorm
+	ts := b.timeEach([]string{what + "back to back", what + "per head", what + "head-major", what + "per token", what + "copy()"}, []func(){
+		func() {
+			qNorm.Forward(flat[:nq], flat[:nq])
+			kNorm.Forward(flat[nq:], flat[nq:])
+		},
+		func() {
+			for h := range l.Heads + l.KVHeads {
+				n := qNorm
+				if h >= l.Heads {
+					n = kNorm
+				}
+				head := qkv[h*hd:]
+				n.Apply(rmsnorm.Rows{Dst: head, X: head, N: tokens, Stride: width})
 			}
-			n.Apply(rmsnorm.Rows{Dst: headMajor[h*tokens*hd:], X: qkv[h*hd:], N: tokens, Stride: width, DstStride: hd})
-		}
-	})
-	b.addVariant(v, "head-major: Apply with Stride, DstStride", perHeadOut, tokens, bytes, ref)
-	perToken := b.time(what+"per token", func() {
-		for t := 0; t < len(qkv); t += width {
-			q, k := qkv[t:t+qEnd], qkv[t+qEnd:t+kEnd]
-			qNorm.Forward(q, q)
-			kNorm.Forward(k, k)
-		}
-	})
-	b.addVariant(v, fmt.Sprintf("per token: Forward on q, on k (%d calls)", 2*tokens), perToken, tokens, bytes, ref)
-	cp := b.time(what+"copy()", func() {
-		for t := 0; t < len(qkv); t += width {
-			copy(dst[t:t+kEnd], qkv[t:t+kEnd])
-		}
-	})
-	b.addVariant(v, "copy() of the same q and k regions", cp, tokens, bytes, ref)
+		},
+		func() {
+			for h := range l.Heads + l.KVHeads {
+				n := qNorm
+				if h >= l.Heads {
+					n = kNorm
+				}
+				n.Apply(rmsnorm.Rows{Dst: headMajor[h*tokens*hd:], X: qkv[h*hd:], N: tokens, Stride: width, DstStride: hd})
+			}
+		},
+		func() {
+			for t := 0; t < len(qkv); t += width {
+				q, k := qkv[t:t+qEnd], qkv[t+qEnd:t+kEnd]
+				qNorm.Forward(q, q)
+				kNorm.Forward(k, k)
+			}
+		},
+		func() {
+			for t := 0; t < len(qkv); t += width {
+				copy(dst[t:t+kEnd], qkv[t:t+kEnd])
+			}
+		},
+	}, nil)
+	ref := ts[0]
+	b.addVariant(v, "q rows, then k rows, back to back (2 calls)", ref, tokens, bytes, ref)
+	b.addVariant(v, fmt.Sprintf("per head: Apply with Stride (%d calls)", l.Heads+l.KVHeads), ts[1], tokens, bytes, ref)
+	b.addVariant(v, "head-major: Apply with Stride, DstStride", ts[2], tokens, bytes, ref)
+	b.addVariant(v, fmt.Sprintf("per token: Forward on q, on k (%d calls)", 2*tokens), ts[3], tokens, bytes, ref)
+	b.addVariant(v, "copy() of the same q and k regions", ts[4], tokens, bytes, ref)
 }
 
 // layerNormVariants times, at each shape, LayerNorm (layerNorm: Center, Weight and Bias) against
@@ -221,10 +231,13 @@ func (b *bench) layerNormVariants() {
 		rms, ln := rmsnorm.Norm{Weight: w, Eps: 1e-6}, layerNorm(w, layerNormBias(w), 0)
 		v := variant{Job: "LayerNorm against RMSNorm", At: s.String(), Per: "row", Ref: "RMSNorm"}
 		bytes := float64(8 * len(x)) // x read, y written
-		ref := b.time(v.Job+" "+v.At+", RMSNorm", func() { rms.Apply(rmsnorm.Rows{Dst: y, X: x}) })
+		ts := b.timeEach([]string{v.Job + " " + v.At + ", RMSNorm", v.Job + " " + v.At + ", LayerNorm"}, []func(){
+			func() { rms.Apply(rmsnorm.Rows{Dst: y, X: x}) },
+			func() { ln.Apply(rmsnorm.Rows{Dst: y, X: x}) },
+		}, nil)
+		ref := ts[0]
 		b.addVariant(v, "RMSNorm: Norm with Weight", ref, s.Rows, bytes, ref)
-		t := b.time(v.Job+" "+v.At+", LayerNorm", func() { ln.Apply(rmsnorm.Rows{Dst: y, X: x}) })
-		b.addVariant(v, "LayerNorm: Norm with Center, Weight, Bias", t, s.Rows, bytes, ref)
+		b.addVariant(v, "LayerNorm: Norm with Center, Weight, Bias", ts[1], s.Rows, bytes, ref)
 	}
 }
 

@@ -126,9 +126,10 @@ func forwardRows[T elem](nm *names, f format, dst, x []T, w []float32, eps float
 	if k == useActive {
 		k = activeKernel()
 	}
-	// One float32 row in cache: the kernel's row function, which takes its arguments instead of
-	// a job (see callRow). A row it leaves (the float64 path's, or a kernel without one) goes on.
-	if rows == 1 && f == formatF32 && 2*nb < uintptr(streamBytes) && callRow(ptr(dst), ptr(x), ptr(w), d, eps, k) {
+	// One float32 row in cache whose length is a multiple of 64: the kernel's row function, which
+	// takes its arguments instead of a job (see callRow). A row it leaves (the float64 path's, or
+	// any row on a kernel without one) goes on, having written nothing.
+	if rows == 1 && f == formatF32 && d%64 == 0 && 2*nb < uintptr(streamBytes) && callRow(ptr(dst), ptr(x), ptr(w), d, eps, k) {
 		return
 	}
 	v := forwardVariant[f][weighted][0] // k and v are read before j is declared: see job.init

@@ -21,12 +21,14 @@ var oneRowDims = []int{
 }
 
 // TestOneRowMatchesGeneric runs single rows, the calls the float32 functions of amd64 take on
-// their one-row path (asm/amd64/onerow.go) when nothing else is asked: each kernel against
-// generic, bit for bit, on rows of every value class (those whose t leaves [2^-100, MaxFloat32]
-// return to Go for the float64 path), with Inv, and as row r of a job of three rows, from = r,
-// to = r+1, as Workers and the float64 path's restart call it, with strides of x and dst of their
-// own; and with flagRows, which runs every row of a call through that path (streamrule.Rows),
-// alone and with flagNT and flagPF (the streamed loop), over [r, 3). The matrix tests cover the other forms; TestRowsOneByOne, Forward both ways.
+// their one-row path (asm/amd64/onerow.go) when nothing else is asked, and Forward's single row,
+// which goes to the row function of those kernels (TestCallRow calls it straight): each kernel
+// against generic, bit for bit, on rows of every value class (those whose t leaves [2^-100,
+// MaxFloat32] return to Go for the float64 path), through the job without and with Inv, and as
+// row r of a job of three rows, from = r, to = r+1, as Workers and the float64 path's restart call
+// it, with strides of x and dst of their own; and with flagRows, which runs every row of a call
+// through that path (streamrule.Rows), alone and with flagNT and flagPF (the streamed loop), over
+// [r, 3). The matrix tests cover the other forms; TestRowsOneByOne, Forward both ways.
 func TestOneRowMatchesGeneric(t *testing.T) {
 	const rows = 3
 	// Strides of x and of dst, in elements past d: the rows back to back, then apart, each
@@ -49,12 +51,21 @@ func TestOneRowMatchesGeneric(t *testing.T) {
 					eps := []float32{0, 1e-6, 1e-5}[seed%3]
 					name := fmt.Sprintf("%s/d=%d/%s/seed=%d", k.name(), d, c.name, seed)
 
-					// One row through Forward's path.
+					// One row through Forward's path (the row function, on the kernels that have one).
 					got, want := make([]float32, d), make([]float32, d)
 					forwardWith(k, got, x[:d], w, eps)
 					forwardWith(kernelGeneric, want, x[:d], w, eps)
 					if i := firstDiff(got, want); i >= 0 {
 						t.Fatalf("%s: Forward: y[%d] = %v (%#08x), generic %v (%#08x)", name, i, got[i], bitsOf(got[i]), want[i], bitsOf(want[i]))
+					}
+
+					// Row 1 of three alone through the job, without Inv: the job's one-row path
+					// for a single row that Forward would give the row function.
+					g := runRowsInv(t, k, x, w, d, stride, dstStride, rows, 1, 2, 0, eps, false)
+					wnt := runRowsInv(t, kernelGeneric, x, w, d, stride, dstStride, rows, 1, 2, 0, eps, false)
+					if i := firstDiff(g, wnt); i >= 0 {
+						t.Fatalf("%s: row 1 of %d through the job without Inv, strides %d and %d: y[%d] = %v (%#08x), generic %v (%#08x)",
+							name, rows, stride, dstStride, i, g[i], bitsOf(g[i]), wnt[i], bitsOf(wnt[i]))
 					}
 
 					// Row r of three, alone, with Inv; and with flagRows (the rows one at a time of
@@ -79,6 +90,30 @@ func TestOneRowMatchesGeneric(t *testing.T) {
 					}
 				}
 			}
+		}
+	}
+}
+
+// TestCallRowDeclines: callRow reports false and writes nothing for a row of length 0, which its
+// callers never pass but the functions test anyway, and for a kernel id past its table.
+func TestCallRowDeclines(t *testing.T) {
+	x, w, dst := ones(64), ones(64), make([]float32, 64)
+	for i := range dst {
+		dst[i] = float32(math.NaN())
+	}
+	for _, k := range append(testKernels(), kernelID(len(kernelNames)), kernelID(1<<31)) {
+		if callRow(ptr(dst), ptr(x), ptr(w), 0, 1e-6, k) {
+			t.Errorf("kernel %d: callRow took a row of length 0", k)
+		}
+	}
+	for _, k := range []kernelID{kernelID(len(kernelNames)), kernelID(1 << 31)} {
+		if callRow(ptr(dst), ptr(x), ptr(w), 64, 1e-6, k) {
+			t.Errorf("kernel id %d, past the table: callRow reported true", k)
+		}
+	}
+	for i, y := range dst {
+		if y == y {
+			t.Fatalf("callRow wrote dst[%d] on a row it declined", i)
 		}
 	}
 }
@@ -148,6 +183,12 @@ func TestCallRow(t *testing.T) {
 // alignment the streamed loop of the one-row path needs for AVX-512). Every other element of dst
 // and inv holds NaN, and the test fails if the call changed one.
 func runRows(t *testing.T, k kernelID, x, w []float32, d, stride, dstStride, rows, from, to int, fl uint32, eps float32) []float32 {
+	return runRowsInv(t, k, x, w, d, stride, dstStride, rows, from, to, fl, eps, true)
+}
+
+// runRowsInv is runRows with Inv (withInv) or without it, in which case only the rows of dst
+// come back.
+func runRowsInv(t *testing.T, k kernelID, x, w []float32, d, stride, dstStride, rows, from, to int, fl uint32, eps float32, withInv bool) []float32 {
 	t.Helper()
 	dst, inv := make([]float32, rows*dstStride+16), make([]float32, rows)
 	for uintptr(unsafe.Pointer(&dst[0]))%64 != 0 {
@@ -161,8 +202,12 @@ func runRows(t *testing.T, k kernelID, x, w []float32, d, stride, dstStride, row
 		inv[i] = float32(math.NaN())
 	}
 	v := forwardVariant[formatF32][weighted][0]
+	invp := ptr(inv)
+	if !withInv {
+		invp = nil
+	}
 	var j job
-	j.init(ptr(dst), ptr(x), ptr(w), d, stride, dstStride, eps, fl, uint32(k)*numEntries+uint32(v), weighted, formatF32, v, nil, ptr(inv), nil, nil, rows)
+	j.init(ptr(dst), ptr(x), ptr(w), d, stride, dstStride, eps, fl, uint32(k)*numEntries+uint32(v), weighted, formatF32, v, nil, invp, nil, nil, rows)
 	if r := callKernel(&j, from, to); r < to {
 		j.finish(r, to)
 	}
@@ -176,7 +221,7 @@ func runRows(t *testing.T, k kernelID, x, w []float32, d, stride, dstStride, row
 		}
 	}
 	for r := range rows {
-		if r >= from && r < to {
+		if r >= from && r < to && withInv {
 			out = append(out, inv[r])
 		} else if inv[r] == inv[r] {
 			t.Fatalf("%s: the call on rows [%d, %d) wrote inv[%d]", k.name(), from, to, r)
@@ -189,8 +234,9 @@ func runRows(t *testing.T, k kernelID, x, w []float32, d, stride, dstStride, row
 // 2^-100 and MaxFloat32 (both in it), on rows of equal elements whose ss is exact: every kernel
 // must give generic's bits there, which the float64 path (taken for t outside the range) does not
 // give for these rows, as the test checks first. A kernel whose range check were off by the end
-// point would fail: one row of 64 (the one-row path of amd64), one of 100 (the general path), and
-// five rows of each (a group of four and one, on the kernels that group short rows).
+// point would fail: one row of 64 (on amd64 the row function through Forward, the one-row path
+// of the job through Apply with Inv), one of 100 (the general path), and five rows of each (a
+// group of four and one, on the kernels that group short rows).
 func TestRangeEnds(t *testing.T) {
 	for _, d := range []int{64, 100} {
 		for _, rows := range []int{1, 5} {
@@ -243,6 +289,15 @@ func testRangeEnds(t *testing.T, d, rows int) {
 			forwardWith(k, got, x, w, c.eps)
 			if i := firstDiff(got, want); i >= 0 {
 				t.Errorf("%dx%d, %s: %s: y[%d] = %v (%#08x), generic %v (%#08x)", rows, d, c.name, k.name(), i, got[i], bitsOf(got[i]), want[i], bitsOf(want[i]))
+			}
+			// The same rows through a job with Inv: Apply's path, which leaves one row of 64 to
+			// the job's one-row path (Forward gives it to the row function on amd64).
+			for i := range got {
+				got[i] = 0
+			}
+			applyWith(k, &Norm{Weight: w, Eps: c.eps}, &Rows{Dst: got, X: x, Inv: make([]float32, rows)})
+			if i := firstDiff(got, want); i >= 0 {
+				t.Errorf("%dx%d, %s: %s, with Inv: y[%d] = %v (%#08x), generic %v (%#08x)", rows, d, c.name, k.name(), i, got[i], bitsOf(got[i]), want[i], bitsOf(want[i]))
 			}
 		}
 	}

@@ -137,5 +137,11 @@ func TestShortPathTaken(t *testing.T) {
 				t.Errorf("%s %s: the kernel was called from %v, want %v", k, c.name, got, want)
 			}
 		}
+		// A row beyond the streaming threshold keeps the job, whose kernels stream it.
+		var got []string
+		withStreaming(true, func() { got = pathAtFault(t, "Forward streamed", func() { Forward(y, x, w, 1e-6) }) })
+		if !slices.Equal(got, []string{"forwardRows"}) {
+			t.Errorf("%s Forward of a streamed row: the kernel was called from %v, want [forwardRows]", k, got)
+		}
 	}
 }

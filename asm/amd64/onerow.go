@@ -17,7 +17,8 @@ func (g *gen) hasOneRow() bool {
 	return g.v.Format == spec.F32 && !g.v.Layer && !g.cvt
 }
 
-// oneRow emits the path of the commonest short call: one row (to = from+1), d a multiple of 64,
+// oneRow emits the path of the short calls that come with a job (a single row of Forward's
+// kind goes to the row function instead: rowFunc): one row (to = from+1), d a multiple of 64,
 // a plain weight, no residual, no flags (no 1+w, no prefetch or non-temporal stores), Inv or not;
 // and, with flagRows alone (the Go side sets it for the in-cache calls streamrule.Rows picks: rows
 // of at most spec.RowsMax, or up to spec.GroupMax where a rule says so, or longer than

@@ -540,12 +540,16 @@ func RowTable(ks []Kernel) []string {
 }
 
 // RowTableData returns the assembler text of callRow, noRow and their table, rows<> (amd64).
+// callRow reports false for a k past the table, as noRow does: the Go side passes only kernel
+// ids, and an id that is not one then declines the row instead of jumping anywhere.
 func RowTableData(ks []Kernel) string {
 	var b strings.Builder
 	b.WriteString("\n// func callRow" + CallRowSignature + ": jump to kernel k's row function,\n")
 	b.WriteString("// with the caller's arguments and return address in place.\n")
 	b.WriteString("TEXT ·callRow(SB), NOSPLIT, $0-41\n")
-	b.WriteString("\tMOVL k+36(FP), CX\n\tLEAQ rows<>(SB), DX\n\tMOVQ (DX)(CX*8), DX\n\tJMP  DX\n\n")
+	fmt.Fprintf(&b, "\tMOVL k+36(FP), CX\n\tCMPL CX, $%d\n\tJAE  none\n", len(KernelIDs))
+	b.WriteString("\tLEAQ rows<>(SB), DX\n\tMOVQ (DX)(CX*8), DX\n\tJMP  DX\n\n")
+	b.WriteString("none: // not a kernel: nothing to jump to\n\tMOVB $0x00, ret+40(FP)\n\tRET\n\n")
 	b.WriteString("// func noRow" + RowSignature + "\n")
 	b.WriteString("TEXT ·noRow(SB), NOSPLIT, $0-41\n\tMOVB $0x00, ret+40(FP)\n\tRET\n\n")
 	t := RowTable(ks)

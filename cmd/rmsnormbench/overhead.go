@@ -102,7 +102,6 @@ func (b *bench) overheadSection() {
 		x, w := benchutil.Data(batch)
 		y, res := make([]float32, len(x)), append([]float32(nil), x...)
 		n := rmsnorm.Norm{Weight: w, Eps: 1e-6}
-		// The shape's share of one call on the whole batch.
 		// The kernel alone, with and without a residual, and each call, their rounds in turn.
 		names := []string{s.String() + " kernel alone", s.String() + " kernel alone, Residual"}
 		fs := []func(){
@@ -113,7 +112,7 @@ func (b *bench) overheadSection() {
 			names, fs = append(names, s.String()+" "+api), append(fs, overheadPieces(api, batch, s.Rows))
 		}
 		ts := b.timeEach(names, fs, nil)
-		share := float64(s.Rows) / float64(batch.Rows)
+		share := float64(s.Rows) / float64(batch.Rows) // the shape's share of one call on the whole batch
 		alone, aloneRes := ts[0].Min*share, ts[1].Min*share
 
 		calls := float64(batch.Rows / s.Rows)

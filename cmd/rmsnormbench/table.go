@@ -21,7 +21,8 @@ func (c config) tableMeasurements() int {
 	return len(c.shapes) * (1 + len(c.kernels)*perKernel)
 }
 
-// table measures and prints the table of kernels and shapes, a line as soon as it is measured.
+// table measures and prints the table of kernels and shapes, a shape's lines as soon as they are
+// measured.
 func (b *bench) table(peers *peersRunner) error {
 	from := len(b.spreads)
 	b.printTableHead()

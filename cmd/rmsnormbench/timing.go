@@ -77,7 +77,8 @@ func (b *bench) warnIfBusy(from int, indent string) {
 	}
 }
 
-// measurements returns how many measurements the run takes in this process (calls of b.time),
+// measurements returns how many measurements the run takes in this process (the calls b.time
+// and b.timeEach time),
 // and how many bench/peers takes in its own, with active the kernel in use.
 func (c config) measurements(active string) (own, peers int) {
 	own = c.tableMeasurements()

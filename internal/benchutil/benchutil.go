@@ -4,6 +4,7 @@ package benchutil
 
 import (
 	"fmt"
+	"math/rand/v2"
 	"slices"
 	"strings"
 	"time"
@@ -90,9 +91,12 @@ func Time(d time.Duration, f func()) Timing {
 }
 
 // TimeEach measures each of fs as Time does, with their rounds interleaved: round r of every
-// function, then round r+1, each round in an order that rotates by one, so that a change in the
-// machine's load or state during the run (another VM's work, the clock) falls on all of them
-// alike, and none always runs after the same one (whose dirty cache lines it would pay for).
+// function, then round r+1, each round in an order of its own (shuffled, the same on every run),
+// so that a change in the machine's load or state during the run (another VM's work, the clock)
+// falls on all of them alike, and none runs after the same one round after round (whose dirty
+// cache lines it would pay for each time: on one Zen 5 VM, bench-anchors' fixed rotation put the
+// avx512 kernel at 1.23x the best C variant's time at 2048x4096, a new order every round at
+// 1.10x; bench/results/amd-zen5-turin.txt).
 // Comparisons of kernels on a busy machine need that: measured one after the other, the same
 // kernel moved 10-30% between measurements on the 2-vCPU VMs this package is measured on. When
 // prep is not nil, prep[i] (if not nil) runs before each block search and each round of fs[i],
@@ -127,9 +131,9 @@ func TimeEach(d time.Duration, fs []func(), prep []func()) []Timing {
 	for i := range ns {
 		ns[i] = make([]float64, rounds)
 	}
+	order := rand.New(rand.NewPCG(1, 2))
 	for r := range rounds {
-		for k := range fs {
-			i := (k + r) % len(fs)
+		for _, i := range order.Perm(len(fs)) {
 			f, block := fs[i], blocks[i]
 			before(i)
 			t, calls := time.Now(), 0

@@ -1,17 +1,18 @@
 package benchutil
 
 import (
+	"slices"
 	"testing"
 	"time"
 )
 
 // TimeEach runs every function, each only after its own prep (the kernel it times is the one its
-// prep picked), in rounds that alternate between them, and times each.
+// prep picked), in rounds that alternate between them in orders that change, and times each.
 func TestTimeEachInterleaves(t *testing.T) {
 	const n = 3
 	picked := -1
 	var calls [n]int
-	var order []int // the function of each run of calls, in order, repeats merged
+	var preps []int // the function each prep ran for, in order
 	fs, prep := make([]func(), n), make([]func(), n)
 	for i := range n {
 		fs[i] = func() {
@@ -19,12 +20,9 @@ func TestTimeEachInterleaves(t *testing.T) {
 				t.Fatalf("function %d ran with function %d's prep", i, picked)
 			}
 			calls[i]++
-			if len(order) == 0 || order[len(order)-1] != i {
-				order = append(order, i)
-			}
 			time.Sleep(time.Microsecond)
 		}
-		prep[i] = func() { picked = i }
+		prep[i] = func() { picked = i; preps = append(preps, i) }
 	}
 	ts := TimeEach(10*time.Millisecond, fs, prep)
 	if len(ts) != n {
@@ -35,14 +33,32 @@ func TestTimeEachInterleaves(t *testing.T) {
 			t.Errorf("function %d: %d calls, timing %+v", i, calls[i], tm)
 		}
 	}
-	// Each function's warm-up and block search, then the rounds: n runs per round.
-	if len(order) != n+n*rounds {
-		t.Errorf("the calls ran in %d stretches, want %d (one per function, then one per function and round): %v", len(order), n+n*rounds, order)
+	// A prep before each function's warm-up, in order, then before each function in each round.
+	if len(preps) != n+n*rounds || !slices.Equal(preps[:n], []int{0, 1, 2}) {
+		t.Fatalf("the preps ran for %v, want 0 1 2, then each function once per round", preps)
 	}
-	// Round r starts with function r%n.
+	follows := map[[2]int]bool{} // (a, b): b ran right after a within a round
 	for r := range rounds {
-		if got := order[n+n*r]; got != r%n {
-			t.Errorf("round %d started with function %d, want %d", r, got, r%n)
+		round := preps[n+n*r : n+n*(r+1)]
+		if s := slices.Sorted(slices.Values(round)); !slices.Equal(s, []int{0, 1, 2}) {
+			t.Fatalf("round %d ran %v", r, round)
 		}
+		for k := 1; k < n; k++ {
+			follows[[2]int{round[k-1], round[k]}] = true
+		}
+	}
+	// The order changes from round to round: some function follows more than one other.
+	varied := false
+	for b := range n {
+		preds := 0
+		for a := range n {
+			if follows[[2]int{a, b}] {
+				preds++
+			}
+		}
+		varied = varied || preds > 1
+	}
+	if !varied {
+		t.Errorf("each function followed the same one in every round: %v", preps[n:])
 	}
 }

@@ -84,33 +84,44 @@ func kernelOf(fn string) kernelID {
 }
 
 var (
-	tableLine = regexp.MustCompile(`^DATA kernels<>\+(\d+)\(SB\)/8, \$·(\w+)\(SB\)$`)
-	rowLine   = regexp.MustCompile(`^DATA rows<>\+(\d+)\(SB\)/8, \$·(\w+)\(SB\)$`)
-	convCase  = regexp.MustCompile(`case uint\((kernel\w+)\)\*numConvOps \+ uint\(conv\w+\):\s+(\w+)\(dst, src, n\)`)
+	convCase = regexp.MustCompile(`case uint\((kernel\w+)\)\*numConvOps \+ uint\(conv\w+\):\s+(\w+)\(dst, src, n\)`)
 )
 
-// kernelTable returns the table callKernel jumps through (rmsnorm_amd64.s): for each kernel, the
-// function of each entry (variant).
-func kernelTable(t *testing.T) [][numEntries]string {
+// asmTable returns the n entries of the table name<> of rmsnorm_amd64.s (DATA lines of function
+// addresses, 8 bytes each), in their order.
+func asmTable(t *testing.T, name string, n int) []string {
 	t.Helper()
 	s, err := os.ReadFile("rmsnorm_amd64.s")
 	if err != nil {
 		t.Fatal(err)
 	}
-	table := make([][numEntries]string, len(kernelNames))
-	rows := 0
-	for _, line := range strings.Split(string(s), "\n") {
-		if m := tableLine.FindStringSubmatch(line); m != nil {
+	line := regexp.MustCompile(`^DATA ` + name + `<>\+(\d+)\(SB\)/8, \$·(\w+)\(SB\)$`)
+	table := make([]string, n)
+	found := 0
+	for _, l := range strings.Split(string(s), "\n") {
+		if m := line.FindStringSubmatch(l); m != nil {
 			off, _ := strconv.Atoi(m[1])
-			if off/8 >= len(table)*numEntries {
-				t.Fatalf("the table has an entry at +%d, past %d kernels x %d", off, len(kernelNames), numEntries)
+			if off%8 != 0 || off/8 >= n || table[off/8] != "" {
+				t.Fatalf("the table %s<> has an entry at +%d, for %d entries", name, off, n)
 			}
-			table[off/8/numEntries][off/8%numEntries] = m[2]
-			rows++
+			table[off/8] = m[2]
+			found++
 		}
 	}
-	if rows != len(kernelNames)*numEntries {
-		t.Fatalf("the table has %d entries, want %d kernels x %d", rows, len(kernelNames), numEntries)
+	if found != n {
+		t.Fatalf("the table %s<> has %d entries, want %d", name, found, n)
+	}
+	return table
+}
+
+// kernelTable returns the table callKernel jumps through (rmsnorm_amd64.s): for each kernel, the
+// function of each entry (variant).
+func kernelTable(t *testing.T) [][numEntries]string {
+	t.Helper()
+	flat := asmTable(t, "kernels", len(kernelNames)*numEntries)
+	table := make([][numEntries]string, len(kernelNames))
+	for i, fn := range flat {
+		table[i/numEntries][i%numEntries] = fn
 	}
 	return table
 }
@@ -159,26 +170,7 @@ func variantFormat(t *testing.T, v variant) format {
 // noRow for a kernel without one.
 func rowTable(t *testing.T) []string {
 	t.Helper()
-	s, err := os.ReadFile("rmsnorm_amd64.s")
-	if err != nil {
-		t.Fatal(err)
-	}
-	table := make([]string, len(kernelNames))
-	n := 0
-	for _, line := range strings.Split(string(s), "\n") {
-		if m := rowLine.FindStringSubmatch(line); m != nil {
-			off, _ := strconv.Atoi(m[1])
-			if off%8 != 0 || off/8 >= len(table) || table[off/8] != "" {
-				t.Fatalf("the row table has an entry at +%d, for %d kernels", off, len(kernelNames))
-			}
-			table[off/8] = m[2]
-			n++
-		}
-	}
-	if n != len(kernelNames) {
-		t.Fatalf("the row table has %d entries, want one for each of %d kernels", n, len(kernelNames))
-	}
-	return table
+	return asmTable(t, "rows", len(kernelNames))
 }
 
 // The kernels that have row functions are those whose table rows hold their own one-row path:

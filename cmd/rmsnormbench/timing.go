@@ -32,11 +32,9 @@ type spread struct {
 	spread float64
 }
 
-// time measures f (see benchutil.Time), keeping its spread under the name what.
+// time measures f alone (see benchutil.Time), keeping its spread under the name what.
 func (b *bench) time(what string, f func()) benchutil.Timing {
-	t := benchutil.Time(b.dur, f)
-	b.spreads = append(b.spreads, spread{what, t.Spread()})
-	return t
+	return b.timeEach([]string{what}, []func(){f}, nil)[0]
 }
 
 // timeEach measures fs with their rounds interleaved (see benchutil.TimeEach), prep[i] (if not

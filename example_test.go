@@ -118,8 +118,8 @@ func ExampleNorm_Apply_headMajor() {
 }
 
 // The q/k norms of the example above with bfloat16 output for a bfloat16 attention, the QKV
-// projection kept in float32: ApplyToBF16 writes the head-major bfloat16 rows in one pass, with
-// the bits of Apply into a float32 buffer followed by Float32ToBF16.
+// projection kept in float32: ApplyToBF16 writes the head-major bfloat16 rows of q and k in one
+// pass each, with the bits of Apply into a float32 buffer followed by Float32ToBF16.
 func ExampleNorm_ApplyToBF16() {
 	const tokens, headDim, qHeads, kvHeads = 3, 128, 4, 2
 	width := (qHeads + 2*kvHeads) * headDim
@@ -127,18 +127,24 @@ func ExampleNorm_ApplyToBF16() {
 	for i := range qkv {
 		qkv[i] = float32(i%7) - 3
 	}
+	qNorm := rmsnorm.Norm{Weight: make([]float32, headDim), Eps: 1e-6}
 	kNorm := rmsnorm.Norm{Weight: make([]float32, headDim), Eps: 1e-6}
-	for i := range kNorm.Weight {
-		kNorm.Weight[i] = 0.5
+	for i := range qNorm.Weight {
+		qNorm.Weight[i], kNorm.Weight[i] = 1, 0.5
 	}
-
-	kOut := make([]uint16, kvHeads*tokens*headDim) // bfloat16 bits, [head][token][headDim]
-	for h := range kvHeads {
-		kNorm.ApplyToBF16(rmsnorm.RowsTo16{Dst: kOut[h*tokens*headDim : (h+1)*tokens*headDim], X: qkv[(qHeads+h)*headDim:],
-			N: tokens, Stride: width, DstStride: headDim})
+	// norm writes heads heads of bfloat16 rows, head h read from column first+h*headDim of qkv.
+	norm := func(n rmsnorm.Norm, first, heads int) []uint16 {
+		out := make([]uint16, heads*tokens*headDim) // bfloat16 bits, [head][token][headDim]
+		for h := range heads {
+			n.ApplyToBF16(rmsnorm.RowsTo16{Dst: out[h*tokens*headDim : (h+1)*tokens*headDim],
+				X: qkv[first+h*headDim:], N: tokens, Stride: width, DstStride: headDim})
+		}
+		return out
 	}
+	qOut := norm(qNorm, 0, qHeads)
+	kOut := norm(kNorm, qHeads*headDim, kvHeads)
 
-	// The two passes it replaces: float32 head-major rows, then the conversion.
+	// The two passes it replaces for k: float32 head-major rows, then the conversion.
 	k32 := make([]float32, len(kOut))
 	for h := range kvHeads {
 		kNorm.Apply(rmsnorm.Rows{Dst: k32[h*tokens*headDim : (h+1)*tokens*headDim], X: qkv[(qHeads+h)*headDim:],
@@ -147,15 +153,18 @@ func ExampleNorm_ApplyToBF16() {
 	twoPass := make([]uint16, len(k32))
 	rmsnorm.Float32ToBF16(twoPass, k32)
 
-	k := make([]float32, 4)
+	q, k := make([]float32, 4), make([]float32, 4)
+	rmsnorm.BF16ToFloat32(q, qOut[(2*tokens+1)*headDim:][:4])
 	rmsnorm.BF16ToFloat32(k, kOut[:4])
+	fmt.Printf("q head 2, token 1: %.4f\n", q)
 	fmt.Printf("k head 0, token 0: %.4f\n", k)
-	fmt.Printf("in float32:        %.4f\n", k32[:4])
-	fmt.Println("same bits as the two passes:", slices.Equal(kOut, twoPass))
+	fmt.Printf("k in float32:      %.4f\n", k32[:4])
+	fmt.Println("k: same bits as the two passes:", slices.Equal(kOut, twoPass))
 	// Output:
+	// q head 2, token 1: [1.4844 -1.4844 -0.9922 -0.4961]
 	// k head 0, token 0: [-0.5000 -0.2500 0.0000 0.2500]
-	// in float32:        [-0.5015 -0.2507 0.0000 0.2507]
-	// same bits as the two passes: true
+	// k in float32:      [-0.5015 -0.2507 0.0000 0.2507]
+	// k: same bits as the two passes: true
 }
 
 // Gemma stores norm weights centred on zero and scales by 1 + w, formed in float32.

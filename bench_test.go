@@ -236,11 +236,11 @@ func BenchmarkOverhead(b *testing.B) {
 								if s.Rows != 1 || !hasRowFunc(k) {
 									b.Skip("the row functions take one row, on the kernels that have them")
 								}
-								if !callRow(ptr(y), ptr(x), ptr(w), s.D, 1e-6, k) {
+								if callRow(ptr(y), ptr(x), nil, ptr(w), s.D, 1e-6, k) != rowDone {
 									b.Fatalf("%s declined the row: the loop would time noRow", k)
 								}
 								for b.Loop() {
-									callRow(ptr(y), ptr(x), ptr(w), s.D, 1e-6, k)
+									callRow(ptr(y), ptr(x), nil, ptr(w), s.D, 1e-6, k)
 								}
 							case "directRows":
 								j := job{dst: ptr(y), x: ptr(x), w: ptr(w), d: s.D, stride: s.D, dstStride: s.D, rows: s.Rows,

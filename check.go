@@ -129,7 +129,7 @@ func forwardRows[T elem](nm *names, f format, dst, x []T, w []float32, eps float
 	// One float32 row in cache whose length is a multiple of 64: the kernel's row function, which
 	// takes its arguments instead of a job (see callRow). A row it leaves (the float64 path's, or
 	// any row on a kernel without one) goes on, having written nothing.
-	if rows == 1 && f == formatF32 && d%64 == 0 && 2*nb < uintptr(streamBytes) && callRow(ptr(dst), ptr(x), ptr(w), d, eps, k) {
+	if rows == 1 && f == formatF32 && d%64 == 0 && 2*nb < uintptr(streamBytes) && callRow(ptr(dst), ptr(x), nil, ptr(w), d, eps, k) == rowDone {
 		return
 	}
 	v := forwardVariant[f][weighted][0] // k and v are read before j is declared: see job.init
@@ -380,6 +380,18 @@ func packedRows[D, T elem](r *rowsOf[D, T], f format, w []float32, eps float32, 
 	if layer {
 		vs = &layerVariant
 	}
+	// One float32 row in cache with a residual, a plain weight, no Inv (the pre-norm block's call
+	// for one token): the kernel's row function, as forwardRows does for a row without one. A row
+	// that needs the float64 path comes back with h in res (rowHeld): the job finishes it there.
+	held := false
+	if rows == 1 && res != nil && f == formatF32 && flags == 0 && !layer && d%64 == 0 && 3*sb < uintptr(streamBytes) {
+		switch callRow(ptr(r.Dst), ptr(r.X), ptr(res), ptr(w), d, eps, k) {
+		case rowDone:
+			return true
+		case rowHeld:
+			held = true
+		}
+	}
 	v := vs[f][mode][b2i(res != nil)]
 	dst, x := ptr(r.Dst), ptr(r.X) // read before the job is declared: see applyRows
 	var j job
@@ -387,6 +399,10 @@ func packedRows[D, T elem](r *rowsOf[D, T], f format, w []float32, eps float32, 
 	j.setGroups(k)
 	if 3*sb >= uintptr(streamBytes) { // x, dst and res could fill the cache
 		j.setMemoryFlags()
+	}
+	if held {
+		j.finish(0, 1) // the float64 path of a row whose h is in res
+		return true
 	}
 	if row := callKernel(&j, 0, rows); row < j.rows { // run, inline: see forwardRows
 		j.finish(row, j.rows)

@@ -18,5 +18,5 @@ func callKernel(j *job, from, to int) int {
 // convertAsm reports that this build has no vector conversion loop.
 func convertAsm(k kernelID, op convOp, dst, src unsafe.Pointer, n int) bool { return false }
 
-// callRow reports false: this build has no row function (see the assembly builds' callRow).
-func callRow(dst, x, w unsafe.Pointer, d int, eps float32, k kernelID) bool { return false }
+// callRow returns rowNone: this build has no row function (see the assembly builds' callRow).
+func callRow(dst, x, res, w unsafe.Pointer, d int, eps float32, k kernelID) int { return rowNone }

@@ -30,6 +30,13 @@ const longGroupMax = 1024
 // rowsMax is the longest row flagRows sends through the one-row path one at a time instead of the groups, unless a rule raises it (streamrule.RowRule.Short).
 const rowsMax = 128
 
+// What a row function returns (callRow): see spec.RowResults.
+const (
+	rowNone = 0 // nothing written: no row function, d not a positive multiple of 64, or a row without a residual that needs the float64 path
+	rowDone = 1 // the row is done
+	rowHeld = 2 // a row with a residual that needs the float64 path: res holds h, nothing else is written
+)
+
 // variant numbers the form of a call (format, weight form, residual): its index in spec.Forward.
 // The generic kernel runs each; the assembly has one forward function per format (spec.Body).
 type variant uint8

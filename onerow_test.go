@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"testing"
 	"unsafe"
 
@@ -94,21 +95,26 @@ func TestOneRowMatchesGeneric(t *testing.T) {
 	}
 }
 
-// TestCallRowDeclines: callRow reports false and writes nothing for a row of length 0, which its
-// callers never pass but the functions test anyway, and for a kernel id past its table.
+// TestCallRowDeclines: callRow returns rowNone and writes nothing for a row of length 0, which
+// its callers never pass but the functions test anyway, with and without a residual, and for a
+// kernel id past its table.
 func TestCallRowDeclines(t *testing.T) {
-	x, w, dst := ones(64), ones(64), make([]float32, 64)
+	x, w, dst, res := ones(64), ones(64), make([]float32, 64), ones(64)
 	for i := range dst {
 		dst[i] = float32(math.NaN())
 	}
 	for _, k := range append(testKernels(), kernelID(len(kernelNames)), kernelID(1<<31)) {
-		if callRow(ptr(dst), ptr(x), ptr(w), 0, 1e-6, k) {
-			t.Errorf("kernel %d: callRow took a row of length 0", k)
+		for _, r := range []unsafe.Pointer{nil, ptr(res)} {
+			if got := callRow(ptr(dst), ptr(x), r, ptr(w), 0, 1e-6, k); got != rowNone {
+				t.Errorf("kernel %d, residual %v: callRow returned %d for a row of length 0", k, r != nil, got)
+			}
 		}
 	}
 	for _, k := range []kernelID{kernelID(len(kernelNames)), kernelID(1 << 31)} {
-		if callRow(ptr(dst), ptr(x), ptr(w), 64, 1e-6, k) {
-			t.Errorf("kernel id %d, past the table: callRow reported true", k)
+		for _, r := range []unsafe.Pointer{nil, ptr(res)} {
+			if got := callRow(ptr(dst), ptr(x), r, ptr(w), 64, 1e-6, k); got != rowNone {
+				t.Errorf("kernel id %d, past the table, residual %v: callRow returned %d", k, r != nil, got)
+			}
 		}
 	}
 	for i, y := range dst {
@@ -116,15 +122,30 @@ func TestCallRowDeclines(t *testing.T) {
 			t.Fatalf("callRow wrote dst[%d] on a row it declined", i)
 		}
 	}
+	for i, h := range res {
+		if h != 1 {
+			t.Fatalf("callRow wrote res[%d] on a row it declined", i)
+		}
+	}
 }
 
 // TestCallRow calls each kernel's row function (callRow, which Forward and Apply take for one
-// float32 row in cache) straight, on a row inside a buffer of NaN: with a row function, a row of
-// a multiple of 64 whose t is in range comes out with generic's bits, in place too, and nothing
-// else is written; a row it leaves (t out of range, a length not a multiple of 64, a kernel
-// without one) reports false with nothing written at all.
+// float32 row in cache, with or without a residual) straight, on rows inside buffers of NaN: with
+// a row function, a row of a multiple of 64 whose t is in range comes out with generic's bits (y,
+// and h in res), in place too, and nothing else is written. A row it leaves returns rowNone with
+// nothing written at all (t out of range without a residual, a length not a multiple of 64, a
+// kernel without a row function), or, t out of range with a residual, rowHeld with h in res and
+// nothing else written.
 func TestCallRow(t *testing.T) {
 	const pad = 16
+	// padded returns a row of d inside a buffer of NaN, and the buffer.
+	padded := func(d int) (row, buf []float32) {
+		buf = make([]float32, d+2*pad)
+		for i := range buf {
+			buf[i] = float32(math.NaN())
+		}
+		return buf[pad : pad+d], buf
+	}
 	for _, k := range testKernels() {
 		for _, d := range oneRowDims {
 			for ci, c := range valueClasses {
@@ -134,40 +155,76 @@ func TestCallRow(t *testing.T) {
 					fill(x, c, r)
 					w := make([]float32, d)
 					fill(w, classNormal, r)
+					resIn := make([]float32, d)
+					fill(resIn, classNormal, r)
 					eps := []float32{0, 1e-6, 1e-5}[seed]
-					name := fmt.Sprintf("%s/d=%d/%s/seed=%d", k.name(), d, c.name, seed)
-					want := make([]float32, d)
-					forwardWith(kernelGeneric, want, x, w, eps)
-					_, inRange := invRMS(sumSquares(x), d, eps) // false: the float64 path's row
-					takes := hasRowFunc(k) && d%64 == 0 && inRange
-
-					for _, inPlace := range []bool{false, true} {
-						buf := make([]float32, d+2*pad)
-						for i := range buf {
-							buf[i] = float32(math.NaN())
-						}
-						dst := buf[pad : pad+d]
-						src := x
-						if inPlace {
-							copy(dst, x)
-							src = dst
-						}
-						before := append([]float32(nil), buf...)
-						if got := callRow(ptr(dst), ptr(src), ptr(w), d, eps, k); got != takes {
-							t.Fatalf("%s, in place %v: callRow reported %v, want %v", name, inPlace, got, takes)
-						}
-						if !takes {
-							if i := firstDiff(buf, before); i >= 0 {
-								t.Fatalf("%s, in place %v: callRow reported false and changed element %d of the buffer", name, inPlace, i-pad)
+					for _, withRes := range []bool{false, true} {
+						name := fmt.Sprintf("%s/d=%d/%s/seed=%d/residual=%v", k.name(), d, c.name, seed, withRes)
+						h := x // what the row normalizes: x, or h = x + res as the generic kernel adds it
+						if withRes {
+							h = make([]float32, d)
+							for i := range h {
+								h[i] = x[i] + resIn[i]
 							}
-							continue
 						}
-						if i := firstDiff(dst, want); i >= 0 {
-							t.Fatalf("%s, in place %v: y[%d] = %v (%#08x), generic %v (%#08x)", name, inPlace, i, dst[i], bitsOf(dst[i]), want[i], bitsOf(want[i]))
+						want := make([]float32, d)
+						forwardWith(kernelGeneric, want, h, w, eps)
+						_, inRange := invRMS(sumSquares(h), d, eps) // false: the float64 path's row
+						wantRet := rowNone
+						if hasRowFunc(k) && d%64 == 0 {
+							switch {
+							case inRange:
+								wantRet = rowDone
+							case withRes:
+								wantRet = rowHeld
+							}
 						}
-						for i := range pad {
-							if buf[i] == buf[i] || buf[pad+d+i] == buf[pad+d+i] {
-								t.Fatalf("%s, in place %v: callRow wrote outside the row", name, inPlace)
+						for _, inPlace := range []bool{false, true} {
+							dst, buf := padded(d)
+							res, rbuf := padded(d)
+							rp := unsafe.Pointer(nil)
+							if withRes {
+								copy(res, resIn)
+								rp = ptr(res)
+							}
+							src := x
+							if inPlace {
+								copy(dst, x)
+								src = dst
+							}
+							before, rbefore := slices.Clone(buf), slices.Clone(rbuf)
+							if got := callRow(ptr(dst), ptr(src), rp, ptr(w), d, eps, k); got != wantRet {
+								t.Fatalf("%s, in place %v: callRow returned %d, want %d", name, inPlace, got, wantRet)
+							}
+							switch {
+							case wantRet == rowNone:
+								if i := firstDiff(buf, before); i >= 0 {
+									t.Fatalf("%s, in place %v: callRow returned rowNone and changed element %d of dst's buffer", name, inPlace, i-pad)
+								}
+								if i := firstDiff(rbuf, rbefore); i >= 0 {
+									t.Fatalf("%s, in place %v: callRow returned rowNone and changed element %d of res's buffer", name, inPlace, i-pad)
+								}
+								continue
+							case wantRet == rowHeld:
+								if i := firstDiff(buf, before); i >= 0 {
+									t.Fatalf("%s, in place %v: callRow returned rowHeld and changed element %d of dst's buffer", name, inPlace, i-pad)
+								}
+							default:
+								if i := firstDiff(dst, want); i >= 0 {
+									t.Fatalf("%s, in place %v: y[%d] = %v (%#08x), generic %v (%#08x)", name, inPlace, i, dst[i], bitsOf(dst[i]), want[i], bitsOf(want[i]))
+								}
+							}
+							if withRes {
+								if i := firstDiff(res, h); i >= 0 {
+									t.Fatalf("%s, in place %v: h[%d] = %v (%#08x) in res, want x + res = %v (%#08x)", name, inPlace, i, res[i], bitsOf(res[i]), h[i], bitsOf(h[i]))
+								}
+							} else if i := firstDiff(rbuf, rbefore); i >= 0 {
+								t.Fatalf("%s, in place %v: callRow without a residual changed element %d of res's buffer", name, inPlace, i-pad)
+							}
+							for i := range pad {
+								if buf[i] == buf[i] || buf[pad+d+i] == buf[pad+d+i] || rbuf[i] == rbuf[i] || rbuf[pad+d+i] == rbuf[pad+d+i] {
+									t.Fatalf("%s, in place %v: callRow wrote outside the rows", name, inPlace)
+								}
 							}
 						}
 					}
@@ -541,6 +598,50 @@ func TestRowRuleBounds(t *testing.T) {
 			if r.Short != 0 && (r.Short < rowsMax || r.Short > groupMax || r.Short%64 != 0) {
 				t.Errorf("%s (kernel %d): Short %d; want 0 or a multiple of 64 from rowsMax %d to groupMax %d",
 					cpu.name, wide, r.Short, rowsMax, groupMax)
+			}
+		}
+	}
+}
+
+// TestApplyResidualOneRow runs Apply with a residual on one row, the call packedRows gives to the
+// row function, on every kernel and value class: y, h in Residual and the bits of the generic
+// kernel, the rows whose h needs the float64 path (rowHeld: the job finishes them from res)
+// among them; in place too.
+func TestApplyResidualOneRow(t *testing.T) {
+	defer active.Store(active.Load())
+	for _, d := range []int{64, 128, 192, 1024} {
+		for ci, c := range valueClasses {
+			for seed := range 2 {
+				r := seedFor(d, ci, seed, 71)
+				x, res, w := make([]float32, d), make([]float32, d), make([]float32, d)
+				fill(x, c, r)
+				fill(res, c, r)
+				fill(w, classNormal, r)
+				n := Norm{Weight: w, Eps: []float32{0, 1e-6}[seed]}
+				run := func(k kernelID, inPlace bool) (y, h []float32) {
+					active.Store(uint32(k))
+					h = slices.Clone(res)
+					xs := slices.Clone(x)
+					y = make([]float32, d)
+					if inPlace {
+						y = xs
+					}
+					n.Apply(Rows{Dst: y, X: xs, Residual: h})
+					return y, h
+				}
+				for _, inPlace := range []bool{false, true} {
+					wy, wh := run(kernelGeneric, inPlace)
+					for _, k := range testKernels() {
+						y, h := run(k, inPlace)
+						name := fmt.Sprintf("%s/d=%d/%s/seed=%d/in place %v", k.name(), d, c.name, seed, inPlace)
+						if i := firstDiff(h, wh); i >= 0 {
+							t.Fatalf("%s: h[%d] = %v (%#08x), generic %v (%#08x)", name, i, h[i], bitsOf(h[i]), wh[i], bitsOf(wh[i]))
+						}
+						if i := firstDiff(y, wy); i >= 0 {
+							t.Fatalf("%s: y[%d] = %v (%#08x), generic %v (%#08x)", name, i, y[i], bitsOf(y[i]), wy[i], bitsOf(wy[i]))
+						}
+					}
+				}
 			}
 		}
 	}

@@ -274,30 +274,34 @@ func avx512bf16ForwardLayerToBF16(j *job, from, to int) int
 //go:noescape
 func avx512bf16NarrowBF16(dst, src unsafe.Pointer, n int)
 
-// avx512Row normalizes the row of d floats at x into dst: y = (x*inv)*w, as the one-row path of the Forward function does.
-// It reports false, having written nothing, when d is not a positive multiple of 64 or the row needs the float64 path.
+// avx512Row normalizes the row of d floats at x into dst: y = (x*inv)*w, as the one-row path of the Forward function does;
+// with res not nil, h = x + res is stored to res first and normalized in place of x, as the residual pass of the AddWeighted function does.
+// It returns rowDone when the row is done; rowNone, having written nothing, when d is not a positive multiple of 64 or a row without res needs the float64 path;
+// rowHeld, having written h to res and nothing else, when a row with res needs it.
 //
 //go:noescape
-func avx512Row(dst, x, w unsafe.Pointer, d int, eps float32) bool
+func avx512Row(dst, x, res, w unsafe.Pointer, d int, eps float32) int
 
-// avx2Row normalizes the row of d floats at x into dst: y = (x*inv)*w, as the one-row path of the Forward function does.
-// It reports false, having written nothing, when d is not a positive multiple of 64 or the row needs the float64 path.
+// avx2Row normalizes the row of d floats at x into dst: y = (x*inv)*w, as the one-row path of the Forward function does;
+// with res not nil, h = x + res is stored to res first and normalized in place of x, as the residual pass of the AddWeighted function does.
+// It returns rowDone when the row is done; rowNone, having written nothing, when d is not a positive multiple of 64 or a row without res needs the float64 path;
+// rowHeld, having written h to res and nothing else, when a row with res needs it.
 //
 //go:noescape
-func avx2Row(dst, x, w unsafe.Pointer, d int, eps float32) bool
+func avx2Row(dst, x, res, w unsafe.Pointer, d int, eps float32) int
 
-// callRow runs one float32 row of d with a plain weight through kernel k's row function, and
-// reports whether it did: false, having written nothing, when k has none, d is not a positive
-// multiple of 64 or the row needs the float64 path (the caller then takes the job's path). An
-// assembly stub that jumps to the function, as callKernel does (see RowTable).
+// callRow runs one float32 row of d with a plain weight (and a residual when res is not nil)
+// through kernel k's row function, and returns what it returned: rowNone, having written
+// nothing, when k has none (the caller then takes the job's path). An assembly stub that jumps
+// to the function, as callKernel does (see RowTable).
 //
 //go:noescape
-func callRow(dst, x, w unsafe.Pointer, d int, eps float32, k kernelID) bool
+func callRow(dst, x, res, w unsafe.Pointer, d int, eps float32, k kernelID) int
 
-// noRow is callRow's function for the kernels without a row function: it reports false.
+// noRow is callRow's function for the kernels without a row function: it returns rowNone.
 //
 //go:noescape
-func noRow(dst, x, w unsafe.Pointer, d int, eps float32) bool
+func noRow(dst, x, res, w unsafe.Pointer, d int, eps float32) int
 
 // convertAsm runs conversion op on n elements with kernel k's vector loop and reports whether
 // k has one.

@@ -496,19 +496,24 @@ DATA bound8<>+24(SB)/4, $0x57800000
 DATA bound8<>+28(SB)/4, $0x57800000
 GLOBL bound8<>(SB), RODATA|NOPTR, $32
 
-// func avx512Row(dst uintptr, x uintptr, w uintptr, d int, eps float32) bool
+// func avx512Row(dst uintptr, x uintptr, res uintptr, w uintptr, d int, eps float32) int
 // Requires: AVX, AVX512F
-TEXT ·avx512Row(SB), NOSPLIT, $0-41
-	// avx512Row normalizes the row of d floats at x into dst: y = (x*inv)*w, as the one-row path of the Forward function does.
-	// It reports false, having written nothing, when d is not a positive multiple of 64 or the row needs the float64 path.
-	MOVQ       d+24(FP), AX
+TEXT ·avx512Row(SB), NOSPLIT, $0-56
+	// avx512Row normalizes the row of d floats at x into dst: y = (x*inv)*w, as the one-row path of the Forward function does;
+	// with res not nil, h = x + res is stored to res first and normalized in place of x, as the residual pass of the AddWeighted function does.
+	// It returns rowDone when the row is done; rowNone, having written nothing, when d is not a positive multiple of 64 or a row without res needs the float64 path;
+	// rowHeld, having written h to res and nothing else, when a row with res needs it.
+	MOVQ       d+32(FP), AX
 	TESTQ      $0x0000003f, AX
 	JNZ        reject
 	TESTQ      AX, AX
 	JZ         reject
 	MOVQ       x+8(FP), CX
 	MOVQ       dst+0(FP), DX
-	MOVQ       w+16(FP), BX
+	MOVQ       w+24(FP), BX
+	MOVQ       res+16(FP), SI
+	TESTQ      SI, SI
+	JNZ        residual
 	VMOVSS     one<>+0(SB), X4
 	VCVTSI2SSQ AX, X4, X4
 	VMOVSS     one<>+0(SB), X5
@@ -569,7 +574,7 @@ onediv:
 	VDIVSS X4, X0, X0
 
 onedivided:
-	VADDSS   eps+32(FP), X0, X0
+	VADDSS   eps+40(FP), X0, X0
 	VUCOMISS tlo<>+0(SB), X0
 	JCS      onefloat64
 	VUCOMISS tmax<>+0(SB), X0
@@ -578,7 +583,7 @@ onedivided:
 	VMOVSS   one<>+0(SB), X1
 	VDIVSS   X0, X1, X1
 
-	// y = (x*inv)*w, rounded after each multiply.
+	// y = (x*inv)*w, rounded after each multiply (h in place of x with a residual).
 	VBROADCASTSS X1, Z0
 	XORQ         SI, SI
 
@@ -600,16 +605,131 @@ onescaleloop:
 	CMPQ    SI, AX
 	JB      onescaleloop
 	VZEROUPPER
-	MOVB    $0x01, ret+40(FP)
+	MOVQ    $0x00000001, ret+48(FP)
 	RET
 
 onefloat64:
 	VZEROUPPER
-	MOVB $0x00, ret+40(FP)
+	MOVQ $0x00000000, ret+48(FP)
+	RET
+
+residual:
+	// With a residual: h = x + res, stored to res, normalized in place of x.
+	VMOVSS     one<>+0(SB), X4
+	VCVTSI2SSQ AX, X4, X4
+	VMOVSS     one<>+0(SB), X5
+	VDIVSS     X4, X5, X5
+
+	// Sum of squares: element i goes to partial i%64; the first block sets the partials.
+	VMOVUPS (CX), Z0
+	VADDPS  (SI), Z0, Z0
+	VMOVUPS Z0, (SI)
+	VMULPS  Z0, Z0, Z0
+	VMOVUPS 64(CX), Z1
+	VADDPS  64(SI), Z1, Z1
+	VMOVUPS Z1, 64(SI)
+	VMULPS  Z1, Z1, Z1
+	VMOVUPS 128(CX), Z2
+	VADDPS  128(SI), Z2, Z2
+	VMOVUPS Z2, 128(SI)
+	VMULPS  Z2, Z2, Z2
+	VMOVUPS 192(CX), Z3
+	VADDPS  192(SI), Z3, Z3
+	VMOVUPS Z3, 192(SI)
+	VMULPS  Z3, Z3, Z3
+	MOVQ    $0x00000040, DI
+	CMPQ    DI, AX
+	JAE     ressummed
+
+ressumloop:
+	VMOVUPS (CX)(DI*4), Z6
+	VADDPS  (SI)(DI*4), Z6, Z6
+	VMOVUPS Z6, (SI)(DI*4)
+	VMULPS  Z6, Z6, Z6
+	VADDPS  Z6, Z0, Z0
+	VMOVUPS 64(CX)(DI*4), Z6
+	VADDPS  64(SI)(DI*4), Z6, Z6
+	VMOVUPS Z6, 64(SI)(DI*4)
+	VMULPS  Z6, Z6, Z6
+	VADDPS  Z6, Z1, Z1
+	VMOVUPS 128(CX)(DI*4), Z6
+	VADDPS  128(SI)(DI*4), Z6, Z6
+	VMOVUPS Z6, 128(SI)(DI*4)
+	VMULPS  Z6, Z6, Z6
+	VADDPS  Z6, Z2, Z2
+	VMOVUPS 192(CX)(DI*4), Z6
+	VADDPS  192(SI)(DI*4), Z6, Z6
+	VMOVUPS Z6, 192(SI)(DI*4)
+	VMULPS  Z6, Z6, Z6
+	VADDPS  Z6, Z3, Z3
+	ADDQ    $0x00000040, DI
+	CMPQ    DI, AX
+	JB      ressumloop
+
+ressummed:
+	VADDPS     Z2, Z0, Z0
+	VADDPS     Z3, Z1, Z1
+	VADDPS     Z1, Z0, Z0
+	VSHUFF64X2 $0xee, Z0, Z0, Z1
+	VADDPS     Z1, Z0, Z0
+	VSHUFF32X4 $0x01, Z0, Z0, Z1
+	VADDPS     Z1, Z0, Z0
+	VPERMILPS  $0x4e, Z0, Z1
+	VADDPS     Z1, Z0, Z0
+	VPERMILPS  $0xb1, Z0, Z1
+	VADDPS     Z1, Z0, Z0
+
+	// t = ss/d + eps (ss*(1/d) when d is a power of two, the same bits); t outside [2^-100, MaxFloat32] returns the row for the float64 path.
+	LEAQ   -1(AX), CX
+	TESTQ  AX, CX
+	JNZ    resdiv
+	VMULSS X5, X0, X0
+	JMP    resdivided
+
+resdiv:
+	VDIVSS X4, X0, X0
+
+resdivided:
+	VADDSS   eps+40(FP), X0, X0
+	VUCOMISS tlo<>+0(SB), X0
+	JCS      resfloat64
+	VUCOMISS tmax<>+0(SB), X0
+	JHI      resfloat64
+	VSQRTSS  X0, X0, X0
+	VMOVSS   one<>+0(SB), X1
+	VDIVSS   X0, X1, X1
+
+	// y = (x*inv)*w, rounded after each multiply (h in place of x with a residual).
+	VBROADCASTSS X1, Z0
+	XORQ         DI, DI
+
+resscaleloop:
+	VMULPS  (SI)(DI*4), Z0, Z1
+	VMULPS  64(SI)(DI*4), Z0, Z2
+	VMULPS  128(SI)(DI*4), Z0, Z3
+	VMULPS  192(SI)(DI*4), Z0, Z4
+	VMULPS  (BX)(DI*4), Z1, Z1
+	VMOVUPS Z1, (DX)(DI*4)
+	VMULPS  64(BX)(DI*4), Z2, Z2
+	VMOVUPS Z2, 64(DX)(DI*4)
+	VMULPS  128(BX)(DI*4), Z3, Z3
+	VMOVUPS Z3, 128(DX)(DI*4)
+	VMULPS  192(BX)(DI*4), Z4, Z4
+	VMOVUPS Z4, 192(DX)(DI*4)
+	ADDQ    $0x00000040, DI
+	CMPQ    DI, AX
+	JB      resscaleloop
+	VZEROUPPER
+	MOVQ    $0x00000001, ret+48(FP)
+	RET
+
+resfloat64:
+	VZEROUPPER
+	MOVQ $0x00000002, ret+48(FP)
 	RET
 
 reject:
-	MOVB $0x00, ret+40(FP)
+	MOVQ $0x00000000, ret+48(FP)
 	RET
 
 // func avx512Forward(j uintptr, from int, to int) int
@@ -722,7 +842,7 @@ onedivided:
 	VMOVSS X1, (R8)(CX*4)
 
 onescale:
-	// y = (x*inv)*w, rounded after each multiply.
+	// y = (x*inv)*w, rounded after each multiply (h in place of x with a residual).
 	VBROADCASTSS X1, Z0
 	XORQ         R9, R9
 
@@ -855,7 +975,7 @@ rowsdivided:
 	VMOVSS X1, (R9)(CX*4)
 
 rowsscale:
-	// y = (x*inv)*w, rounded after each multiply.
+	// y = (x*inv)*w, rounded after each multiply (h in place of x with a residual).
 	VBROADCASTSS X1, Z0
 	XORQ         R12, R12
 
@@ -1002,7 +1122,7 @@ streamdivided:
 	VMOVSS X1, (R9)(CX*4)
 
 streamscale:
-	// y = (x*inv)*w, rounded after each multiply.
+	// y = (x*inv)*w, rounded after each multiply (h in place of x with a residual).
 	VBROADCASTSS X1, Z0
 	XORQ         R12, R12
 
@@ -20080,19 +20200,24 @@ vzero:
 	MOVQ AX, ret+24(FP)
 	RET
 
-// func avx2Row(dst uintptr, x uintptr, w uintptr, d int, eps float32) bool
+// func avx2Row(dst uintptr, x uintptr, res uintptr, w uintptr, d int, eps float32) int
 // Requires: AVX, AVX2
-TEXT ·avx2Row(SB), NOSPLIT, $0-41
-	// avx2Row normalizes the row of d floats at x into dst: y = (x*inv)*w, as the one-row path of the Forward function does.
-	// It reports false, having written nothing, when d is not a positive multiple of 64 or the row needs the float64 path.
-	MOVQ       d+24(FP), AX
+TEXT ·avx2Row(SB), NOSPLIT, $0-56
+	// avx2Row normalizes the row of d floats at x into dst: y = (x*inv)*w, as the one-row path of the Forward function does;
+	// with res not nil, h = x + res is stored to res first and normalized in place of x, as the residual pass of the AddWeighted function does.
+	// It returns rowDone when the row is done; rowNone, having written nothing, when d is not a positive multiple of 64 or a row without res needs the float64 path;
+	// rowHeld, having written h to res and nothing else, when a row with res needs it.
+	MOVQ       d+32(FP), AX
 	TESTQ      $0x0000003f, AX
 	JNZ        reject
 	TESTQ      AX, AX
 	JZ         reject
 	MOVQ       x+8(FP), CX
 	MOVQ       dst+0(FP), DX
-	MOVQ       w+16(FP), BX
+	MOVQ       w+24(FP), BX
+	MOVQ       res+16(FP), SI
+	TESTQ      SI, SI
+	JNZ        residual
 	VMOVSS     one<>+0(SB), X8
 	VCVTSI2SSQ AX, X8, X8
 	VMOVSS     one<>+0(SB), X9
@@ -20175,7 +20300,7 @@ onediv:
 	VDIVSS X8, X1, X0
 
 onedivided:
-	VADDSS   eps+32(FP), X0, X0
+	VADDSS   eps+40(FP), X0, X0
 	VUCOMISS tlo<>+0(SB), X0
 	JCS      onefloat64
 	VUCOMISS tmax<>+0(SB), X0
@@ -20184,7 +20309,7 @@ onedivided:
 	VMOVSS   one<>+0(SB), X1
 	VDIVSS   X0, X1, X1
 
-	// y = (x*inv)*w, rounded after each multiply.
+	// y = (x*inv)*w, rounded after each multiply (h in place of x with a residual).
 	VBROADCASTSS X1, Y0
 	XORQ         SI, SI
 
@@ -20206,16 +20331,169 @@ onescaleloop:
 	CMPQ    SI, AX
 	JB      onescaleloop
 	VZEROUPPER
-	MOVB    $0x01, ret+40(FP)
+	MOVQ    $0x00000001, ret+48(FP)
 	RET
 
 onefloat64:
 	VZEROUPPER
-	MOVB $0x00, ret+40(FP)
+	MOVQ $0x00000000, ret+48(FP)
+	RET
+
+residual:
+	// With a residual: h = x + res, stored to res, normalized in place of x.
+	VMOVSS     one<>+0(SB), X8
+	VCVTSI2SSQ AX, X8, X8
+	VMOVSS     one<>+0(SB), X9
+	VDIVSS     X8, X9, X9
+
+	// Sum of squares: element i goes to partial i%64; the first block sets the partials.
+	VMOVUPS (CX), Y0
+	VADDPS  (SI), Y0, Y0
+	VMOVUPS Y0, (SI)
+	VMULPS  Y0, Y0, Y0
+	VMOVUPS 32(CX), Y1
+	VADDPS  32(SI), Y1, Y1
+	VMOVUPS Y1, 32(SI)
+	VMULPS  Y1, Y1, Y1
+	VMOVUPS 64(CX), Y2
+	VADDPS  64(SI), Y2, Y2
+	VMOVUPS Y2, 64(SI)
+	VMULPS  Y2, Y2, Y2
+	VMOVUPS 96(CX), Y3
+	VADDPS  96(SI), Y3, Y3
+	VMOVUPS Y3, 96(SI)
+	VMULPS  Y3, Y3, Y3
+	VMOVUPS 128(CX), Y4
+	VADDPS  128(SI), Y4, Y4
+	VMOVUPS Y4, 128(SI)
+	VMULPS  Y4, Y4, Y4
+	VMOVUPS 160(CX), Y5
+	VADDPS  160(SI), Y5, Y5
+	VMOVUPS Y5, 160(SI)
+	VMULPS  Y5, Y5, Y5
+	VMOVUPS 192(CX), Y6
+	VADDPS  192(SI), Y6, Y6
+	VMOVUPS Y6, 192(SI)
+	VMULPS  Y6, Y6, Y6
+	VMOVUPS 224(CX), Y7
+	VADDPS  224(SI), Y7, Y7
+	VMOVUPS Y7, 224(SI)
+	VMULPS  Y7, Y7, Y7
+	MOVQ    $0x00000040, DI
+	CMPQ    DI, AX
+	JAE     ressummed
+
+ressumloop:
+	VMOVUPS (CX)(DI*4), Y10
+	VADDPS  (SI)(DI*4), Y10, Y10
+	VMOVUPS Y10, (SI)(DI*4)
+	VMULPS  Y10, Y10, Y10
+	VADDPS  Y10, Y0, Y0
+	VMOVUPS 32(CX)(DI*4), Y10
+	VADDPS  32(SI)(DI*4), Y10, Y10
+	VMOVUPS Y10, 32(SI)(DI*4)
+	VMULPS  Y10, Y10, Y10
+	VADDPS  Y10, Y1, Y1
+	VMOVUPS 64(CX)(DI*4), Y10
+	VADDPS  64(SI)(DI*4), Y10, Y10
+	VMOVUPS Y10, 64(SI)(DI*4)
+	VMULPS  Y10, Y10, Y10
+	VADDPS  Y10, Y2, Y2
+	VMOVUPS 96(CX)(DI*4), Y10
+	VADDPS  96(SI)(DI*4), Y10, Y10
+	VMOVUPS Y10, 96(SI)(DI*4)
+	VMULPS  Y10, Y10, Y10
+	VADDPS  Y10, Y3, Y3
+	VMOVUPS 128(CX)(DI*4), Y10
+	VADDPS  128(SI)(DI*4), Y10, Y10
+	VMOVUPS Y10, 128(SI)(DI*4)
+	VMULPS  Y10, Y10, Y10
+	VADDPS  Y10, Y4, Y4
+	VMOVUPS 160(CX)(DI*4), Y10
+	VADDPS  160(SI)(DI*4), Y10, Y10
+	VMOVUPS Y10, 160(SI)(DI*4)
+	VMULPS  Y10, Y10, Y10
+	VADDPS  Y10, Y5, Y5
+	VMOVUPS 192(CX)(DI*4), Y10
+	VADDPS  192(SI)(DI*4), Y10, Y10
+	VMOVUPS Y10, 192(SI)(DI*4)
+	VMULPS  Y10, Y10, Y10
+	VADDPS  Y10, Y6, Y6
+	VMOVUPS 224(CX)(DI*4), Y10
+	VADDPS  224(SI)(DI*4), Y10, Y10
+	VMOVUPS Y10, 224(SI)(DI*4)
+	VMULPS  Y10, Y10, Y10
+	VADDPS  Y10, Y7, Y7
+	ADDQ    $0x00000040, DI
+	CMPQ    DI, AX
+	JB      ressumloop
+
+ressummed:
+	VADDPS       Y4, Y0, Y0
+	VADDPS       Y5, Y1, Y1
+	VADDPS       Y6, Y2, Y2
+	VADDPS       Y7, Y3, Y3
+	VADDPS       Y2, Y0, Y0
+	VADDPS       Y3, Y1, Y1
+	VADDPS       Y1, Y0, Y0
+	VEXTRACTF128 $0x01, Y0, X1
+	VADDPS       X1, X0, X1
+	VMOVHLPS     X1, X1, X0
+	VADDPS       X0, X1, X1
+	VMOVSHDUP    X1, X0
+	VADDSS       X0, X1, X1
+
+	// t = ss/d + eps (ss*(1/d) when d is a power of two, the same bits); t outside [2^-100, MaxFloat32] returns the row for the float64 path.
+	LEAQ   -1(AX), CX
+	TESTQ  AX, CX
+	JNZ    resdiv
+	VMULSS X9, X1, X0
+	JMP    resdivided
+
+resdiv:
+	VDIVSS X8, X1, X0
+
+resdivided:
+	VADDSS   eps+40(FP), X0, X0
+	VUCOMISS tlo<>+0(SB), X0
+	JCS      resfloat64
+	VUCOMISS tmax<>+0(SB), X0
+	JHI      resfloat64
+	VSQRTSS  X0, X0, X0
+	VMOVSS   one<>+0(SB), X1
+	VDIVSS   X0, X1, X1
+
+	// y = (x*inv)*w, rounded after each multiply (h in place of x with a residual).
+	VBROADCASTSS X1, Y0
+	XORQ         DI, DI
+
+resscaleloop:
+	VMULPS  (SI)(DI*4), Y0, Y1
+	VMULPS  32(SI)(DI*4), Y0, Y2
+	VMULPS  64(SI)(DI*4), Y0, Y3
+	VMULPS  96(SI)(DI*4), Y0, Y4
+	VMULPS  (BX)(DI*4), Y1, Y1
+	VMOVUPS Y1, (DX)(DI*4)
+	VMULPS  32(BX)(DI*4), Y2, Y2
+	VMOVUPS Y2, 32(DX)(DI*4)
+	VMULPS  64(BX)(DI*4), Y3, Y3
+	VMOVUPS Y3, 64(DX)(DI*4)
+	VMULPS  96(BX)(DI*4), Y4, Y4
+	VMOVUPS Y4, 96(DX)(DI*4)
+	ADDQ    $0x00000020, DI
+	CMPQ    DI, AX
+	JB      resscaleloop
+	VZEROUPPER
+	MOVQ    $0x00000001, ret+48(FP)
+	RET
+
+resfloat64:
+	VZEROUPPER
+	MOVQ $0x00000002, ret+48(FP)
 	RET
 
 reject:
-	MOVB $0x00, ret+40(FP)
+	MOVQ $0x00000000, ret+48(FP)
 	RET
 
 // func avx2Forward(j uintptr, from int, to int) int
@@ -20350,7 +20628,7 @@ onedivided:
 	VMOVSS X1, (R8)(CX*4)
 
 onescale:
-	// y = (x*inv)*w, rounded after each multiply.
+	// y = (x*inv)*w, rounded after each multiply (h in place of x with a residual).
 	VBROADCASTSS X1, Y0
 	XORQ         R9, R9
 
@@ -20505,7 +20783,7 @@ rowsdivided:
 	VMOVSS X1, (R9)(CX*4)
 
 rowsscale:
-	// y = (x*inv)*w, rounded after each multiply.
+	// y = (x*inv)*w, rounded after each multiply (h in place of x with a residual).
 	VBROADCASTSS X1, Y0
 	XORQ         R12, R12
 
@@ -20674,7 +20952,7 @@ streamdivided:
 	VMOVSS X1, (R9)(CX*4)
 
 streamscale:
-	// y = (x*inv)*w, rounded after each multiply.
+	// y = (x*inv)*w, rounded after each multiply (h in place of x with a residual).
 	VBROADCASTSS X1, Y0
 	XORQ         R12, R12
 
@@ -60226,10 +60504,10 @@ DATA kernels<>+2624(SB)/8, $·avx512BackwardLayer(SB)
 DATA kernels<>+2632(SB)/8, $·avx512BackwardLayerUnweighted(SB)
 GLOBL kernels<>(SB), RODATA|NOPTR, $2640
 
-// func callRow(dst, x, w unsafe.Pointer, d int, eps float32, k kernelID) bool: jump to kernel k's row function,
+// func callRow(dst, x, res, w unsafe.Pointer, d int, eps float32, k kernelID) int: jump to kernel k's row function,
 // with the caller's arguments and return address in place.
-TEXT ·callRow(SB), NOSPLIT, $0-41
-	MOVL k+36(FP), CX
+TEXT ·callRow(SB), NOSPLIT, $0-56
+	MOVL k+44(FP), CX
 	CMPL CX, $5
 	JAE  none
 	LEAQ rows<>(SB), DX
@@ -60237,12 +60515,12 @@ TEXT ·callRow(SB), NOSPLIT, $0-41
 	JMP  DX
 
 none: // not a kernel: nothing to jump to
-	MOVB $0x00, ret+40(FP)
+	MOVQ $0, ret+48(FP)
 	RET
 
-// func noRow(dst, x, w unsafe.Pointer, d int, eps float32) bool
-TEXT ·noRow(SB), NOSPLIT, $0-41
-	MOVB $0x00, ret+40(FP)
+// func noRow(dst, x, res, w unsafe.Pointer, d int, eps float32) int
+TEXT ·noRow(SB), NOSPLIT, $0-56
+	MOVQ $0, ret+48(FP)
 	RET
 
 DATA rows<>+0(SB)/8, $·noRow(SB)

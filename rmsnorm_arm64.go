@@ -129,8 +129,8 @@ func neonNarrowBF16(dst, src unsafe.Pointer, n int)
 //go:noescape
 func neonNarrowF16(dst, src unsafe.Pointer, n int)
 
-// callRow reports false: no kernel of this architecture has a row function.
-func callRow(dst, x, w unsafe.Pointer, d int, eps float32, k kernelID) bool { return false }
+// callRow returns rowNone: no kernel of this architecture has a row function.
+func callRow(dst, x, res, w unsafe.Pointer, d int, eps float32, k kernelID) int { return rowNone }
 
 // convertAsm runs conversion op on n elements with kernel k's vector loop and reports whether
 // k has one.

@@ -122,9 +122,11 @@ func TestShortPathTaken(t *testing.T) {
 		{"Norm.ForwardBF16 no weight", "applyRows", func() { unw.ForwardBF16(y16, x16) }},
 		{"Norm.ForwardF16 Workers 4", "applyRows", func() { many.ForwardF16(y16, x16) }},
 	}
-	// The calls of one float32 row that forwardRows gives to the kernel's row function (callRow),
-	// on the kernels that have one: the fault is then in that function.
-	rowCalls := map[string]bool{"Forward": true, "Norm.Forward": true, "Norm.Forward Workers 1": true, "Apply": true, "Apply Workers 1": true}
+	// The calls of one float32 row that forwardRows, or with a residual packedRows, gives to the
+	// kernel's row function (callRow), on the kernels that have one: the fault is then in that
+	// function.
+	rowCalls := map[string]bool{"Forward": true, "Norm.Forward": true, "Norm.Forward Workers 1": true, "Apply": true, "Apply Workers 1": true,
+		"Apply Residual": true}
 	defer active.Store(active.Load())
 	for _, k := range testKernels() {
 		active.Store(uint32(k)) // SetKernel("avx512") would pick kernelAVX512BF16 where it stands for avx512
@@ -142,6 +144,12 @@ func TestShortPathTaken(t *testing.T) {
 		withStreaming(true, func() { got = pathAtFault(t, "Forward streamed", func() { Forward(y, x, w, 1e-6) }) })
 		if !slices.Equal(got, []string{"forwardRows"}) {
 			t.Errorf("%s Forward of a streamed row: the kernel was called from %v, want [forwardRows]", k, got)
+		}
+		withStreaming(true, func() {
+			got = pathAtFault(t, "Apply Residual streamed", func() { plain.Apply(Rows{Dst: y, X: x, Residual: res}) })
+		})
+		if !slices.Equal(got, []string{"packedRows"}) {
+			t.Errorf("%s Apply with a residual of a streamed row: the kernel was called from %v, want [packedRows]", k, got)
 		}
 	}
 }

@@ -9,10 +9,10 @@ import (
 )
 
 // hasOneRow reports whether the function of v starts with the one-row path (oneRow): the
-// functions of float32 rows into float32 rows. Forward, Norm.Forward and the plain Apply call the
-// row function (rowFunc) for a single row of their own; the one-row path takes the single rows
-// that come with a job: with Inv, rows strided apart, row r of a call split by Workers, the rows
-// after a float64 path's restart, and with flagRows every row of a call.
+// functions of float32 rows into float32 rows. Forward, Norm.Forward and the plain Apply, with or
+// without a residual, call the row function (rowFunc) for a single row of their own; the one-row
+// path takes the single rows that come with a job: with Inv, rows strided apart, row r of a call
+// split by Workers, the rows after a float64 path's restart, and with flagRows every row of a call.
 func (g *gen) hasOneRow() bool {
 	return g.v.Format == spec.F32 && !g.v.Layer && !g.cvt
 }
@@ -147,9 +147,10 @@ func (g *gen) rowPath(p, general string, from, to GPVirtual, mode rowsMode) {
 // rowRegs are the registers of the rows of the one-row path (rowBody): d, the weight, the row of
 // x and dst being done, and with a loop over rows the bytes between rows (sx, sd), the row's
 // index (from) and the end (to). ip is where inv of row from goes (Inv), a register holding nil or
-// the address, or none at all (rowFunc, which has no Inv).
+// the address, or none at all (rowFunc, which has no Inv). res, in the row function's residual
+// body only, is the residual's row: h = x + res goes there and is normalized in place of x.
 type rowRegs struct {
-	d, w, x, dst, sx, sd, from, to, ip GPVirtual
+	d, w, x, dst, sx, sd, from, to, ip, res GPVirtual
 }
 
 // rowBody emits the arithmetic of the one-row path for the rows r describes: the sum of squares,
@@ -157,6 +158,9 @@ type rowRegs struct {
 // row and, at the exit for a row out of range, ret(false). eps is where the epsilon is read.
 func (g *gen) rowBody(p string, r rowRegs, eps Op, mode rowsMode, ret func(ok bool)) {
 	loop := mode != rowSingle
+	if loop && r.res != nil {
+		panic("rowBody: a residual in a loop over rows")
+	}
 	d, w, x, dst := r.d, r.w, r.x, r.dst
 
 	// float32(d) and its reciprocal, off the sum's critical path: 1/d is exact when d is a power
@@ -181,9 +185,18 @@ func (g *gen) rowBody(p string, r rowRegs, eps Op, mode rowsMode, ret func(ok bo
 			}
 		}
 	}
+	// h = x + res, as the residual pass of the general path forms it (addResidual), stored to res.
+	addRes := func(v VecVirtual, m Mem) {
+		if r.res != nil {
+			m.Base = r.res
+			VADDPS(m, v, v)
+			VMOVUPS(v, m)
+		}
+	}
 	ahead(Mem{Base: x})
 	for k, a := range acc {
 		VMOVUPS(Mem{Base: x, Disp: vb * k}, a)
+		addRes(a, Mem{Base: x, Disp: vb * k})
 		VMULPS(a, a, a)
 	}
 	i := GP64()
@@ -196,6 +209,7 @@ func (g *gen) rowBody(p string, r rowRegs, eps Op, mode rowsMode, ret func(ok bo
 	v := g.s.vec()
 	for k, a := range acc {
 		VMOVUPS(Mem{Base: x, Index: i, Scale: 4, Disp: vb * k}, v)
+		addRes(v, Mem{Base: x, Index: i, Scale: 4, Disp: vb * k})
 		VMULPS(v, v, v)
 		VADDPS(v, a, a)
 	}
@@ -236,7 +250,11 @@ func (g *gen) rowBody(p string, r rowRegs, eps Op, mode rowsMode, ret func(ok bo
 	}
 	Label(scale)
 
-	Comment("y = (x*inv)*w, rounded after each multiply.")
+	Comment("y = (x*inv)*w, rounded after each multiply (h in place of x with a residual).")
+	src := x
+	if r.res != nil {
+		src = r.res
+	}
 	iv := g.s.vec()
 	VBROADCASTSS(inv, iv)
 	XORQ(i, i)
@@ -245,7 +263,7 @@ func (g *gen) rowBody(p string, r rowRegs, eps Op, mode rowsMode, ret func(ok bo
 	ts := make([]VecVirtual, unroll)
 	for k := range ts {
 		ts[k] = g.s.vec()
-		VMULPS(Mem{Base: x, Index: i, Scale: 4, Disp: vb * k}, iv, ts[k])
+		VMULPS(Mem{Base: src, Index: i, Scale: 4, Disp: vb * k}, iv, ts[k])
 	}
 	store := func(v VecVirtual, m Mem) { VMOVUPS(v, m) }
 	if mode == rowsStreamed {
@@ -275,7 +293,8 @@ func (g *gen) rowBody(p string, r rowRegs, eps Op, mode rowsMode, ret func(ok bo
 
 // rowFunc emits prefix+"Row", the function the Go side calls for one float32 row in cache with a
 // plain weight and no Inv (Forward, Norm.Forward and Apply of a single row): the one-row path's
-// row, taking its pointers, d and eps as arguments instead of from a job. Such a call is mostly
+// row, taking its pointers, d and eps as arguments instead of from a job (and Apply's row with a
+// residual: below). Such a call is mostly
 // overhead (a row of 128 is 8 vectors), and the job is most of it: the caller stores its 17
 // fields and the function loads them back, which puts a store-to-load forwarding on the way to
 // every pointer; with the arguments it loads five words its caller stored. Measured on a Zen 5,
@@ -284,9 +303,16 @@ func (g *gen) rowBody(p string, r rowRegs, eps Op, mode rowsMode, ret func(ok bo
 // (the function alone 8.3), 1x256 23.8 against 15.1, 1x1024 57.3 against 51.7, 1x4096 160
 // against 155; BenchmarkOverhead of the builds before and after, run in turn ten times (min ns),
 // Forward on avx512 1x128 18.2 -> 12.6, 1x1024 58.9 -> 53.8, on avx2 1x128 19.8 -> 14.9, 1x4096
-// 258.6 -> 240.0, and 32x128, which does not take it, unchanged (benchstat). It reports false,
+// 258.6 -> 240.0, and 32x128, which does not take it, unchanged (benchstat). It returns rowNone,
 // having written nothing, when d is not a positive multiple of 64 or t = ss/d + eps is out of
 // range (the row then takes the job's path, and the float64 path from there).
+//
+// With res not nil the row is Apply's with a residual (the pre-norm block's call for one token):
+// h = x + res, formed and stored to res in the sum pass as the residual pass of the general path
+// forms it (addResidual: the same addition, the same order), and normalized in place of x. A
+// row whose t is out of range then returns rowHeld: res holds h and nothing else is written, so
+// the Go side finishes it on the float64 path from res (job.finish), as it does the rows the
+// job's functions hand back.
 func rowFunc(s *isa, prefix string) {
 	TEXT(prefix+"Row", NOSPLIT, spec.RowAvoSig)
 	for _, l := range spec.RowDoc(prefix + "Row") {
@@ -302,12 +328,23 @@ func rowFunc(s *isa, prefix string) {
 	r.x = Load(Param("x"), GP64()).(GPVirtual)
 	r.dst = Load(Param("dst"), GP64()).(GPVirtual)
 	r.w = Load(Param("w"), GP64()).(GPVirtual)
+	res := Load(Param("res"), GP64()).(GPVirtual)
+	TESTQ(res, res)
+	JNZ(LabelRef("residual"))
 	g.rowBody("one", r, epsOf(), rowSingle, func(ok bool) {
 		VZEROUPPER()
-		returnBool(ok)
+		returnInt(map[bool]int{true: spec.RowDone, false: spec.RowNone}[ok])
+	})
+
+	Label("residual")
+	Comment("With a residual: h = x + res, stored to res, normalized in place of x.")
+	r.res = res
+	g.rowBody("res", r, epsOf(), rowSingle, func(ok bool) {
+		VZEROUPPER()
+		returnInt(map[bool]int{true: spec.RowDone, false: spec.RowHeld}[ok])
 	})
 	Label("reject")
-	returnBool(false)
+	returnInt(spec.RowNone)
 }
 
 // epsOf is the row function's eps argument, as a memory operand.
@@ -319,22 +356,14 @@ func epsOf() Mem {
 	return b.Addr
 }
 
-// returnBool stores ok as the row function's result and returns.
-func returnBool(ok bool) {
+// returnInt stores v as the row function's result and returns.
+func returnInt(v int) {
 	b, err := ReturnIndex(0).Resolve()
 	if err != nil {
 		panic(err)
 	}
-	MOVB(U8(b2i(ok)), b.Addr)
+	MOVQ(U32(v), b.Addr)
 	RET()
-}
-
-// b2i is 1 for true, 0 for false.
-func b2i(b bool) int {
-	if b {
-		return 1
-	}
-	return 0
 }
 
 // rowsReturn returns row from, the first one not done, after fencing the non-temporal stores of

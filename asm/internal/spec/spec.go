@@ -431,6 +431,11 @@ func GoSpec(header string) string {
 	fmt.Fprintf(&b, "// groupMax is the longest row the kernels normalize four at a time (the AVX-512 ones under flagGroups: longGroupMax).\nconst groupMax = %d\n\n", GroupMax)
 	fmt.Fprintf(&b, "// longGroupMax is the longest row the AVX-512 forward functions normalize four at a time under flagGroups.\nconst longGroupMax = %d\n\n", LongGroupMax)
 	fmt.Fprintf(&b, "// rowsMax is the longest row flagRows sends through the one-row path one at a time instead of the groups, unless a rule raises it (streamrule.RowRule.Short).\nconst rowsMax = %d\n\n", RowsMax)
+	b.WriteString("// What a row function returns (callRow): see spec.RowResults.\nconst (\n")
+	fmt.Fprintf(&b, "\trowNone = %d // nothing written: no row function, d not a positive multiple of 64, or a row without a residual that needs the float64 path\n", RowNone)
+	fmt.Fprintf(&b, "\trowDone = %d // the row is done\n", RowDone)
+	fmt.Fprintf(&b, "\trowHeld = %d // a row with a residual that needs the float64 path: res holds h, nothing else is written\n", RowHeld)
+	b.WriteString(")\n\n")
 	b.WriteString("// variant numbers the form of a call (format, weight form, residual): its index in spec.Forward.\n")
 	b.WriteString("// The generic kernel runs each; the assembly has one forward function per format (spec.Body).\n")
 	b.WriteString("type variant uint8\n\nconst (\n")
@@ -509,15 +514,26 @@ const (
 )
 
 // RowSignature is the Go signature of the row functions: one float32 row of d elements with a
-// plain weight, from its arguments (see RowDoc).
+// plain weight, from its arguments, with a residual when res is not nil (see RowDoc). The result
+// is one of the Go side's rowNone, rowDone and rowHeld (RowResults).
 const (
-	RowSignature = "(dst, x, w unsafe.Pointer, d int, eps float32) bool"
-	RowAvoSig    = "func(dst, x, w uintptr, d int, eps float32) bool" // the same frame, in types Avo knows
+	RowSignature = "(dst, x, res, w unsafe.Pointer, d int, eps float32) int"
+	RowAvoSig    = "func(dst, x, res, w uintptr, d int, eps float32) int" // the same frame, in types Avo knows
+)
+
+// RowResults are the values a row function returns, as the Go side names them: rowNone (nothing
+// written: d not a positive multiple of 64, or a row without a residual that needs the float64
+// path), rowDone (the row is done) and rowHeld (a row with a residual that needs the float64
+// path: res holds h, and nothing else is written).
+const (
+	RowNone = 0
+	RowDone = 1
+	RowHeld = 2
 )
 
 // CallRowSignature is callRow's: a row function's arguments and the kernel, after them so that
 // the row function finds its own where callRow's caller put them.
-const CallRowSignature = "(dst, x, w unsafe.Pointer, d int, eps float32, k kernelID) bool"
+const CallRowSignature = "(dst, x, res, w unsafe.Pointer, d int, eps float32, k kernelID) int"
 
 // RowTable returns, for each kernel id from 0 up, the function callRow jumps to: the kernel's row
 // function (or its Base's), noRow elsewhere; nil when no kernel of ks has one.
@@ -546,12 +562,12 @@ func RowTableData(ks []Kernel) string {
 	var b strings.Builder
 	b.WriteString("\n// func callRow" + CallRowSignature + ": jump to kernel k's row function,\n")
 	b.WriteString("// with the caller's arguments and return address in place.\n")
-	b.WriteString("TEXT ·callRow(SB), NOSPLIT, $0-41\n")
-	fmt.Fprintf(&b, "\tMOVL k+36(FP), CX\n\tCMPL CX, $%d\n\tJAE  none\n", len(KernelIDs))
+	b.WriteString("TEXT ·callRow(SB), NOSPLIT, $0-56\n")
+	fmt.Fprintf(&b, "\tMOVL k+44(FP), CX\n\tCMPL CX, $%d\n\tJAE  none\n", len(KernelIDs))
 	b.WriteString("\tLEAQ rows<>(SB), DX\n\tMOVQ (DX)(CX*8), DX\n\tJMP  DX\n\n")
-	b.WriteString("none: // not a kernel: nothing to jump to\n\tMOVB $0x00, ret+40(FP)\n\tRET\n\n")
+	fmt.Fprintf(&b, "none: // not a kernel: nothing to jump to\n\tMOVQ $%d, ret+48(FP)\n\tRET\n\n", RowNone)
 	b.WriteString("// func noRow" + RowSignature + "\n")
-	b.WriteString("TEXT ·noRow(SB), NOSPLIT, $0-41\n\tMOVB $0x00, ret+40(FP)\n\tRET\n\n")
+	fmt.Fprintf(&b, "TEXT ·noRow(SB), NOSPLIT, $0-56\n\tMOVQ $%d, ret+48(FP)\n\tRET\n\n", RowNone)
 	t := RowTable(ks)
 	for i, fn := range t {
 		fmt.Fprintf(&b, "DATA rows<>+%d(SB)/8, $·%s(SB)\n", 8*i, fn)
@@ -563,8 +579,10 @@ func RowTableData(ks []Kernel) string {
 // RowDoc is the documentation of the row function name.
 func RowDoc(name string) []string {
 	return []string{
-		name + " normalizes the row of d floats at x into dst: y = (x*inv)*w, as the one-row path of the Forward function does.",
-		"It reports false, having written nothing, when d is not a positive multiple of 64 or the row needs the float64 path.",
+		name + " normalizes the row of d floats at x into dst: y = (x*inv)*w, as the one-row path of the Forward function does;",
+		"with res not nil, h = x + res is stored to res first and normalized in place of x, as the residual pass of the AddWeighted function does.",
+		"It returns rowDone when the row is done; rowNone, having written nothing, when d is not a positive multiple of 64 or a row without res needs the float64 path;",
+		"rowHeld, having written h to res and nothing else, when a row with res needs it.",
 	}
 }
 
@@ -661,15 +679,15 @@ func GoStubs(header, constraint string, ks []Kernel) string {
 		}
 	}
 	if RowTable(ks) == nil {
-		b.WriteString("\n// callRow reports false: no kernel of this architecture has a row function.\n")
-		b.WriteString("func callRow" + CallRowSignature + " { return false }\n")
+		b.WriteString("\n// callRow returns rowNone: no kernel of this architecture has a row function.\n")
+		b.WriteString("func callRow" + CallRowSignature + " { return rowNone }\n")
 	} else {
-		b.WriteString("\n// callRow runs one float32 row of d with a plain weight through kernel k's row function, and\n")
-		b.WriteString("// reports whether it did: false, having written nothing, when k has none, d is not a positive\n")
-		b.WriteString("// multiple of 64 or the row needs the float64 path (the caller then takes the job's path). An\n")
-		b.WriteString("// assembly stub that jumps to the function, as callKernel does (see RowTable).\n")
+		b.WriteString("\n// callRow runs one float32 row of d with a plain weight (and a residual when res is not nil)\n")
+		b.WriteString("// through kernel k's row function, and returns what it returned: rowNone, having written\n")
+		b.WriteString("// nothing, when k has none (the caller then takes the job's path). An assembly stub that jumps\n")
+		b.WriteString("// to the function, as callKernel does (see RowTable).\n")
 		b.WriteString("//\n//go:noescape\nfunc callRow" + CallRowSignature + "\n")
-		b.WriteString("\n// noRow is callRow's function for the kernels without a row function: it reports false.\n")
+		b.WriteString("\n// noRow is callRow's function for the kernels without a row function: it returns rowNone.\n")
 		b.WriteString("//\n//go:noescape\nfunc noRow" + RowSignature + "\n")
 	}
 	b.WriteString("\n// convertAsm runs conversion op on n elements with kernel k's vector loop and reports whether\n")

@@ -275,7 +275,7 @@ func avx512bf16ForwardLayerToBF16(j *job, from, to int) int
 func avx512bf16NarrowBF16(dst, src unsafe.Pointer, n int)
 
 // avx512Row normalizes the row of d floats at x into dst: y = (x*inv)*w, as the one-row path of the Forward function does;
-// with res not nil, h = x + res is stored to res first and normalized in place of x, as the residual pass of the AddWeighted function does.
+// with res not nil, h = x + res is stored to res first and normalized in place of x, as the Forward function does for a residual (its AddWeighted variant).
 // It returns rowDone when the row is done; rowNone, having written nothing, when d is not a positive multiple of 64 or a row without res needs the float64 path;
 // rowHeld, having written h to res and nothing else, when a row with res needs it.
 //
@@ -283,7 +283,7 @@ func avx512bf16NarrowBF16(dst, src unsafe.Pointer, n int)
 func avx512Row(dst, x, res, w unsafe.Pointer, d int, eps float32) int
 
 // avx2Row normalizes the row of d floats at x into dst: y = (x*inv)*w, as the one-row path of the Forward function does;
-// with res not nil, h = x + res is stored to res first and normalized in place of x, as the residual pass of the AddWeighted function does.
+// with res not nil, h = x + res is stored to res first and normalized in place of x, as the Forward function does for a residual (its AddWeighted variant).
 // It returns rowDone when the row is done; rowNone, having written nothing, when d is not a positive multiple of 64 or a row without res needs the float64 path;
 // rowHeld, having written h to res and nothing else, when a row with res needs it.
 //

@@ -500,7 +500,7 @@ GLOBL bound8<>(SB), RODATA|NOPTR, $32
 // Requires: AVX, AVX512F
 TEXT ·avx512Row(SB), NOSPLIT, $0-56
 	// avx512Row normalizes the row of d floats at x into dst: y = (x*inv)*w, as the one-row path of the Forward function does;
-	// with res not nil, h = x + res is stored to res first and normalized in place of x, as the residual pass of the AddWeighted function does.
+	// with res not nil, h = x + res is stored to res first and normalized in place of x, as the Forward function does for a residual (its AddWeighted variant).
 	// It returns rowDone when the row is done; rowNone, having written nothing, when d is not a positive multiple of 64 or a row without res needs the float64 path;
 	// rowHeld, having written h to res and nothing else, when a row with res needs it.
 	MOVQ       d+32(FP), AX
@@ -641,6 +641,7 @@ residual:
 	CMPQ    DI, AX
 	JAE     ressummed
 
+	PCALIGN $32
 ressumloop:
 	VMOVUPS (CX)(DI*4), Z6
 	VADDPS  (SI)(DI*4), Z6, Z6
@@ -703,6 +704,7 @@ resdivided:
 	VBROADCASTSS X1, Z0
 	XORQ         DI, DI
 
+	PCALIGN $32
 resscaleloop:
 	VMULPS  (SI)(DI*4), Z0, Z1
 	VMULPS  64(SI)(DI*4), Z0, Z2
@@ -20204,7 +20206,7 @@ vzero:
 // Requires: AVX, AVX2
 TEXT ·avx2Row(SB), NOSPLIT, $0-56
 	// avx2Row normalizes the row of d floats at x into dst: y = (x*inv)*w, as the one-row path of the Forward function does;
-	// with res not nil, h = x + res is stored to res first and normalized in place of x, as the residual pass of the AddWeighted function does.
+	// with res not nil, h = x + res is stored to res first and normalized in place of x, as the Forward function does for a residual (its AddWeighted variant).
 	// It returns rowDone when the row is done; rowNone, having written nothing, when d is not a positive multiple of 64 or a row without res needs the float64 path;
 	// rowHeld, having written h to res and nothing else, when a row with res needs it.
 	MOVQ       d+32(FP), AX
@@ -20383,6 +20385,7 @@ residual:
 	CMPQ    DI, AX
 	JAE     ressummed
 
+	PCALIGN $32
 ressumloop:
 	VMOVUPS (CX)(DI*4), Y10
 	VADDPS  (SI)(DI*4), Y10, Y10
@@ -20467,6 +20470,7 @@ resdivided:
 	VBROADCASTSS X1, Y0
 	XORQ         DI, DI
 
+	PCALIGN $32
 resscaleloop:
 	VMULPS  (SI)(DI*4), Y0, Y1
 	VMULPS  32(SI)(DI*4), Y0, Y2

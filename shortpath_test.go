@@ -92,6 +92,8 @@ func TestShortPathTaken(t *testing.T) {
 		{"Norm.Forward UnitOffset", "packedRows", func() { uo.Forward(y, x) }},
 		{"Apply UnitOffset", "packedRows", func() { uo.Apply(Rows{Dst: y, X: x}) }},
 		{"Apply Residual", "packedRows", func() { plain.Apply(Rows{Dst: y, X: x, Residual: res}) }},
+		{"Apply Residual Workers 1", "packedRows", func() { one.Apply(Rows{Dst: y, X: x, Residual: res}) }},
+		{"Apply UnitOffset Residual", "packedRows", func() { uo.Apply(Rows{Dst: y, X: x, Residual: res}) }},
 		{"Norm.ForwardBF16", "forwardRows", func() { plain.ForwardBF16(y16, x16) }},
 		{"Norm.ForwardF16 Workers 1", "forwardRows", func() { one.ForwardF16(y16, x16) }},
 		{"Norm.ForwardBF16 UnitOffset", "packedRows", func() { uo.ForwardBF16(y16, x16) }},
@@ -126,7 +128,7 @@ func TestShortPathTaken(t *testing.T) {
 	// kernel's row function (callRow), on the kernels that have one: the fault is then in that
 	// function.
 	rowCalls := map[string]bool{"Forward": true, "Norm.Forward": true, "Norm.Forward Workers 1": true, "Apply": true, "Apply Workers 1": true,
-		"Apply Residual": true}
+		"Apply Residual": true, "Apply Residual Workers 1": true}
 	defer active.Store(active.Load())
 	for _, k := range testKernels() {
 		active.Store(uint32(k)) // SetKernel("avx512") would pick kernelAVX512BF16 where it stands for avx512

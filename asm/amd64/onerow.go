@@ -304,8 +304,9 @@ func (g *gen) rowBody(p string, r rowRegs, eps Op, mode rowsMode, ret func(ok bo
 // against 155; BenchmarkOverhead of the builds before and after, run in turn ten times (min ns),
 // Forward on avx512 1x128 18.2 -> 12.6, 1x1024 58.9 -> 53.8, on avx2 1x128 19.8 -> 14.9, 1x4096
 // 258.6 -> 240.0, and 32x128, which does not take it, unchanged (benchstat). It returns rowNone,
-// having written nothing, when d is not a positive multiple of 64 or t = ss/d + eps is out of
-// range (the row then takes the job's path, and the float64 path from there).
+// having written nothing, when d is not a positive multiple of 64, or, for a row without a
+// residual, when t = ss/d + eps is out of range (the row then takes the job's path, and the
+// float64 path from there).
 //
 // With res not nil the row is Apply's with a residual (the pre-norm block's call for one token):
 // h = x + res, formed and stored to res in the sum pass as the residual pass of the general path

@@ -332,18 +332,12 @@ func rowFunc(s *isa, prefix string) {
 	res := Load(Param("res"), GP64()).(GPVirtual)
 	TESTQ(res, res)
 	JNZ(LabelRef("residual"))
-	g.rowBody("one", r, epsOf(), rowSingle, func(ok bool) {
-		VZEROUPPER()
-		returnInt(map[bool]int{true: spec.RowDone, false: spec.RowNone}[ok])
-	})
+	g.rowBody("one", r, epsOf(), rowSingle, rowReturn(spec.RowNone))
 
 	Label("residual")
 	Comment("With a residual: h = x + res, stored to res, normalized in place of x.")
 	r.res = res
-	g.rowBody("res", r, epsOf(), rowSingle, func(ok bool) {
-		VZEROUPPER()
-		returnInt(map[bool]int{true: spec.RowDone, false: spec.RowHeld}[ok])
-	})
+	g.rowBody("res", r, epsOf(), rowSingle, rowReturn(spec.RowHeld))
 	Label("reject")
 	returnInt(spec.RowNone)
 }
@@ -355,6 +349,19 @@ func epsOf() Mem {
 		panic(err)
 	}
 	return b.Addr
+}
+
+// rowReturn is rowBody's ret for the row function: rowDone after the row, else out (the result
+// of a row that needs the float64 path).
+func rowReturn(out int) func(ok bool) {
+	return func(ok bool) {
+		VZEROUPPER()
+		v := out
+		if ok {
+			v = spec.RowDone
+		}
+		returnInt(v)
+	}
 }
 
 // returnInt stores v as the row function's result and returns.

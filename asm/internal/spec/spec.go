@@ -556,7 +556,7 @@ func RowTable(ks []Kernel) []string {
 }
 
 // RowTableData returns the assembler text of callRow, noRow and their table, rows<> (amd64).
-// callRow reports false for a k past the table, as noRow does: the Go side passes only kernel
+// callRow returns rowNone for a k past the table, as noRow does: the Go side passes only kernel
 // ids, and an id that is not one then declines the row instead of jumping anywhere.
 func RowTableData(ks []Kernel) string {
 	var b strings.Builder

@@ -367,8 +367,8 @@ func TestAsmPipe(t *testing.T) {
 	}
 }
 
-// TestAsmAhead holds the functions that test flagAhead to the float32 backward functions of avx2
-// and avx512, whose prefetches ahead, like the pipe, change no bit.
+// TestAsmAhead holds the functions that test flagAhead and flagNext to the float32 backward
+// functions of avx2 and avx512, whose prefetches, like the pipe, change no bit.
 func TestAsmAhead(t *testing.T) {
 	var want []string
 	for _, k := range []kernelID{kernelAVX2, kernelAVX512} {
@@ -377,8 +377,13 @@ func TestAsmAhead(t *testing.T) {
 		}
 	}
 	slices.Sort(want)
-	if got := flagTesters(t, flagAhead); !slices.Equal(got, want) {
-		t.Errorf("the functions that test flagAhead are %q, want %q", got, want)
+	for _, f := range []struct {
+		name string
+		bit  int
+	}{{"flagAhead", flagAhead}, {"flagNext", flagNext}} {
+		if got := flagTesters(t, f.bit); !slices.Equal(got, want) {
+			t.Errorf("the functions that test %s are %q, want %q", f.name, got, want)
+		}
 	}
 }
 

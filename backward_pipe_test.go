@@ -86,8 +86,10 @@ func TestBackwardPipeFlag(t *testing.T) {
 // kernels without the pipe, generic among them, ignore the flag and must give the same bits too.
 func TestBackwardPipe(t *testing.T) {
 	splitAll(t)
-	saved, savedPipe, savedAbove, savedAhead := streamBytes, backPipe, backPipeAbove, aheadRows
-	defer func() { streamBytes, backPipe, backPipeAbove, aheadRows = saved, savedPipe, savedAbove, savedAhead }()
+	saved, savedPipe, savedAbove, savedAhead, savedNext := streamBytes, backPipe, backPipeAbove, aheadRows, nextRows
+	defer func() {
+		streamBytes, backPipe, backPipeAbove, aheadRows, nextRows = saved, savedPipe, savedAbove, savedAhead, savedNext
+	}()
 	runs := 0
 	for _, k := range testKernels() {
 		for _, d := range []int{64, 128, 576, 1024} {
@@ -105,13 +107,14 @@ func TestBackwardPipe(t *testing.T) {
 						fill(w, classNormal, r)
 						dw0 := make([]float32, d)
 						fill(dw0, classNormal, r)
-						// The form, Inv, DW, Workers, in place and flagAhead cycle with the runs;
-						// the last two also shift with each row length (24 runs), so that every
-						// d meets each of them.
+						// The form, Inv, DW, Workers, in place and the prefetches cycle with the
+						// runs (none, flagNext alone, flagAhead with flagNext); the last two also
+						// shift with each row length (24 runs), so that every d meets each of
+						// them.
 						c := runs
 						mode := []weightMode{weighted, offset, unweighted}[c%3]
 						withInv, withDW, workers := c/3%2 == 0, c/6%2 == 0, []int{1, 3}[c/12%2]
-						inPlace, ahead := (c+c/24)%2 == 0, (c/2+c/24)%2 == 0
+						inPlace, ahead := (c+c/24)%2 == 0, (c/2+c/24)%3
 						n := Norm{Weight: w, Eps: eps, UnitOffset: mode == offset, Workers: workers}
 						if mode == unweighted {
 							n = Norm{Dim: d, Eps: eps, Workers: workers}
@@ -131,9 +134,12 @@ func TestBackwardPipe(t *testing.T) {
 							if withDW && mode != unweighted {
 								g.DW = slices.Clone(dw0)
 							}
-							streamBytes, backPipe, backPipeAbove, aheadRows = math.MaxInt, false, [2]int{}, false
+							streamBytes, backPipe, backPipeAbove, aheadRows, nextRows = math.MaxInt, false, [2]int{}, false, [2]int{1, 0}
 							if piped {
-								streamBytes, backPipe, aheadRows = 0, true, ahead
+								streamBytes, backPipe, aheadRows = 0, true, ahead == 2
+								if ahead == 1 {
+									nextRows = [2]int{0, math.MaxInt}
+								}
 							}
 							backwardWith(kk, n, g)
 							for i := span; i < len(window); i++ {

@@ -6,16 +6,17 @@ package rmsnorm
 
 // Flag bits of job.flags.
 const (
-	flagNT     = 1   // write dst with non-temporal stores (the batch is larger than the cache)
-	flagPF     = 2   // the rows come from memory, or lie far apart: prefetch them (the generic kernel: touchRow)
-	flagFuse   = 4   // backward: the last row of a block adds the block's partial sum to DW
-	flagRN     = 8   // 16-bit rows with a weight: round x*inv to the format before the weight (RoundNormalized)
-	flagOffset = 16  // rows with a weight: the weight form is 1+w (one kernel function serves every form)
-	flagCenter = 32  // Layer variants: subtract the row's mean (Norm.Center)
-	flagPipe   = 64  // streaming (AVX2: float32 rows into float32 or float16, float16 rows into float16; AVX-512: float32 rows into float32): the scale pass of a row sums the next row's squares (LayerNorm: its elements); backward (AVX2, RMSNorm): the dx pass forms the next row's sums
-	flagAhead  = 128 // backward streaming: the sum passes prefetch 1 KiB ahead, the dx pass (with flagNT) the next row
-	flagRows   = 256 // float32 rows one at a time through the one-row path (streamrule.Rows): in cache, of at most rowsMax (up to groupMax where the rule says so) or above groupMax; streamed (with flagNT and flagPF alone), of at most rowsMax (the same)
-	flagGroups = 512 // the AVX-512 forward functions take rows of at most longGroupMax four at a time (streamrule.LayerGroups, LongGroups): without it the Layer ones none, the RMSNorm ones those of at most groupMax
+	flagNT     = 1    // write dst with non-temporal stores (the batch is larger than the cache)
+	flagPF     = 2    // the rows come from memory, or lie far apart: prefetch them (the generic kernel: touchRow)
+	flagFuse   = 4    // backward: the last row of a block adds the block's partial sum to DW
+	flagRN     = 8    // 16-bit rows with a weight: round x*inv to the format before the weight (RoundNormalized)
+	flagOffset = 16   // rows with a weight: the weight form is 1+w (one kernel function serves every form)
+	flagCenter = 32   // Layer variants: subtract the row's mean (Norm.Center)
+	flagPipe   = 64   // streaming (AVX2: float32 rows into float32 or float16, float16 rows into float16; AVX-512: float32 rows into float32): the scale pass of a row sums the next row's squares (LayerNorm: its elements); backward (AVX2, RMSNorm): the dx pass forms the next row's sums
+	flagAhead  = 128  // backward streaming: the sum passes prefetch 1 KiB ahead
+	flagRows   = 256  // float32 rows one at a time through the one-row path (streamrule.Rows): in cache, of at most rowsMax (up to groupMax where the rule says so) or above groupMax; streamed (with flagNT and flagPF alone), of at most rowsMax (the same)
+	flagGroups = 512  // the AVX-512 forward functions take rows of at most longGroupMax four at a time (streamrule.LayerGroups, LongGroups): without it the Layer ones none, the RMSNorm ones those of at most groupMax
+	flagNext   = 1024 // backward streaming, dx out with flagNT: the dx pass prefetches the next row's x and dy
 )
 
 // gradBlock is the number of rows summed into one partial sum of the weight gradient.

@@ -23,7 +23,7 @@ type job struct {
 	stride    int            // elements from one row's start to the next's, in x and res (and dy)
 	dstStride int            // the same in dst: DstStride resolved (Stride when it is 0)
 	eps       float32
-	flags     uint32 // flagNT, flagPF, flagPipe, flagAhead: how the kernels treat memory (setMemoryFlags, setBackwardMemoryFlags); flagRN; flagOffset; flagCenter; flagFuse; flagRows (forwardRows)
+	flags     uint32 // flagNT, flagPF, flagPipe, flagAhead, flagNext: how the kernels treat memory (setMemoryFlags, setBackwardMemoryFlags); flagRN; flagOffset; flagCenter; flagFuse; flagRows (forwardRows)
 	fn        uint32 // the kernel function: kernelID*numEntries + v (callKernel)
 
 	mode   weightMode // the weight form, for the generic kernel and the float64 path

@@ -93,17 +93,19 @@ func (j *job) rowBytes() uintptr {
 // setBackwardMemoryFlags is setMemoryFlags for a backward job: when x, dy and dx fill the cache,
 // dx goes out with non-temporal stores, unless it is dy (in place, its lines are in cache
 // already) or there is no DX (its scratch row stays in L1), and flagPF is set; on Zen 3 and on
-// Sapphire Rapids and Emerald Rapids (aheadRows) also flagAhead, with which the kernels' sum
-// passes prefetch the rows they read 1 KiB ahead of their loads and their dx pass, when dx goes
-// out with non-temporal stores, the next row (streamrule.Ahead has the measurements); and on
-// Zen 3 (backPipe) flagPipe where backwardPipes holds (out of place, and in place): the dx loop of
-// the AVX2 RMSNorm functions then forms the next row's sums too (streamrule.BackwardPipe).
+// Sapphire Rapids and Emerald Rapids (aheadRows) also flagAhead and flagNext, with which the
+// kernels' sum passes prefetch the rows they read 1 KiB ahead of their loads and their dx pass,
+// when dx goes out with non-temporal stores, the next row (streamrule.Ahead has the
+// measurements); on Zen 5 flagNext alone, for rows of 1024-6144 (nextRows; streamrule.Next has
+// the measurements); and on Zen 3 (backPipe) flagPipe where backwardPipes holds (out of place, and
+// in place): the dx loop of the AVX2 RMSNorm functions then forms the next row's sums too
+// (streamrule.BackwardPipe).
 //
-// On a Zen 5, prefetching the next row's x and dy while a row's dx goes out measured no faster at
-// 2048x4096 and 16384x4096 and 35-55% slower at 32768x128 (the hardware prefetchers already follow
-// rows back to back), so the RMSNorm backward kernels prefetch only under flagAhead, on Zen 3,
-// where the same measured 2-17% faster (with the sum passes' prefetches), and on Sapphire Rapids
-// and Emerald Rapids, 0-8% faster (avx512). The LayerNorm ones on
+// On a Zen 5 the next row's prefetch in the dx pass gains 5-20% on rows of 1536-6144 (both
+// kernels) and loses on rows of 128 (35-55%: each row costs as many prefetches as loads) and,
+// with DW, on rows of 8192 and more; the sum passes' prefetches gain nothing there on top of it.
+// On Zen 3 the two together measured 2-17% faster, and on Sapphire Rapids and Emerald Rapids
+// 0-8% (avx512). The LayerNorm ones on
 // amd64 read x twice from cache (its centered squares) before they first read dy: with flagPF that
 // pass prefetches the row's dy, so that memory is not idle through it; 2048x4096 measured 5-20%
 // faster on a Zen 5 (avx512 and avx2, ten interleaved runs). Their pass over x and dy, from the
@@ -116,6 +118,9 @@ func (j *job) setBackwardMemoryFlags() {
 		}
 		if aheadRows {
 			j.flags |= flagAhead
+		}
+		if j.flags&flagNT != 0 && (aheadRows || nextRows[0] <= j.d && j.d <= nextRows[1]) {
+			j.flags |= flagNext
 		}
 		if backPipe && j.backwardPipes() {
 			j.flags |= flagPipe

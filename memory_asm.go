@@ -51,10 +51,17 @@ var avx512LayerGroups = streamrule.LayerGroups(streamrule.Host())
 var avx512LongGroups = streamrule.LongGroups(streamrule.Host())
 
 // aheadRows is whether the backward kernels prefetch rows from memory 1 KiB ahead of their
-// sum passes' loads, and the next row in the dx pass when dx goes out with non-temporal stores
-// (flagAhead; see setBackwardMemoryFlags), as streamrule decides from cpuid: on Zen 3, Sapphire
-// Rapids and Emerald Rapids. A variable so that tests can run the kernels both ways.
+// sum passes' loads (flagAhead), and the next row in the dx pass when dx goes out with
+// non-temporal stores (flagNext) at every row length (see setBackwardMemoryFlags), as streamrule
+// decides from cpuid: on Zen 3, Sapphire Rapids and Emerald Rapids. A variable so that tests can
+// run the kernels both ways.
 var aheadRows = streamrule.Ahead(streamrule.Host())
+
+// nextRows are the row lengths, nextRows[0] <= d <= nextRows[1], for which the backward kernels'
+// dx pass prefetches the next row where aheadRows does not hold (flagNext alone), as
+// streamrule.Next decides from cpuid: 1024-6144 on Zen 5, none elsewhere. A variable so that
+// tests can run the kernels both ways.
+var nextRows = func() [2]int { lo, hi := streamrule.Next(streamrule.Host()); return [2]int{lo, hi} }()
 
 // backPipe is whether streamed backward rows go through the AVX2 RMSNorm backward functions' pipe
 // (flagPipe on a backward job; see setBackwardMemoryFlags), as streamrule decides from cpuid: on

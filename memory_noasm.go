@@ -26,8 +26,12 @@ var (
 	avx512LongGroups  = false
 )
 
-// aheadRows is false: flagAhead is for the assembly kernels, which this build does not have.
-var aheadRows = false
+// aheadRows is false and nextRows empty: flagAhead and flagNext are for the assembly kernels,
+// which this build does not have.
+var (
+	aheadRows = false
+	nextRows  = [2]int{1, 0}
+)
 
 // backPipe is false: flagPipe is for the assembly kernels, which this build does not have.
 var (

@@ -14182,7 +14182,7 @@ dxnonehead:
 	ADDQ      R10, R8
 
 dxnonentbody:
-	TESTL $0x00000080, job_flags+0(AX)
+	TESTL $0x00000400, job_flags+0(AX)
 	JZ    dxnonentloop
 	MOVQ  DX, R10
 	ADDQ  DI, R10
@@ -14462,7 +14462,7 @@ dxsethead:
 	ADDQ      R11, R8
 
 dxsetntbody:
-	TESTL $0x00000080, job_flags+0(AX)
+	TESTL $0x00000400, job_flags+0(AX)
 	JZ    dxsetntloop
 	MOVQ  DX, R11
 	ADDQ  DI, R11
@@ -14790,7 +14790,7 @@ dxaddhead:
 	ADDQ      R12, R10
 
 dxaddntbody:
-	TESTL $0x00000080, job_flags+0(AX)
+	TESTL $0x00000400, job_flags+0(AX)
 	JZ    dxaddntloop
 	MOVQ  DX, R12
 	ADDQ  DI, R12
@@ -15369,7 +15369,7 @@ dxnonehead:
 	ADDQ      R9, DI
 
 dxnonentbody:
-	TESTL $0x00000080, job_flags+0(AX)
+	TESTL $0x00000400, job_flags+0(AX)
 	JZ    dxnonentloop
 	MOVQ  DX, R9
 	ADDQ  SI, R9
@@ -16237,7 +16237,7 @@ dxnonehead:
 	ADDQ      R10, R8
 
 dxnonentbody:
-	TESTL $0x00000080, job_flags+0(AX)
+	TESTL $0x00000400, job_flags+0(AX)
 	JZ    dxnonentloop
 	MOVQ  DX, R10
 	ADDQ  DI, R10
@@ -16517,7 +16517,7 @@ dxsethead:
 	ADDQ      R11, R8
 
 dxsetntbody:
-	TESTL $0x00000080, job_flags+0(AX)
+	TESTL $0x00000400, job_flags+0(AX)
 	JZ    dxsetntloop
 	MOVQ  DX, R11
 	ADDQ  DI, R11
@@ -16845,7 +16845,7 @@ dxaddhead:
 	ADDQ      R12, R10
 
 dxaddntbody:
-	TESTL $0x00000080, job_flags+0(AX)
+	TESTL $0x00000400, job_flags+0(AX)
 	JZ    dxaddntloop
 	MOVQ  DX, R12
 	ADDQ  DI, R12
@@ -19267,7 +19267,7 @@ dxnonehead:
 	ADDQ      R9, DI
 
 dxnonentbody:
-	TESTL $0x00000080, job_flags+0(AX)
+	TESTL $0x00000400, job_flags+0(AX)
 	JZ    dxnonentloop
 	MOVQ  DX, R9
 	ADDQ  SI, R9
@@ -41810,7 +41810,7 @@ dxnoneheadloop:
 	JL     dxnoneheadloop
 
 dxnonentbody:
-	TESTL $0x00000080, job_flags+0(AX)
+	TESTL $0x00000400, job_flags+0(AX)
 	JZ    dxnonentloop
 	MOVQ  DX, R10
 	ADDQ  DI, R10
@@ -42925,7 +42925,7 @@ dxsetheadloop:
 	JL     dxsetheadloop
 
 dxsetntbody:
-	TESTL $0x00000080, job_flags+0(AX)
+	TESTL $0x00000400, job_flags+0(AX)
 	JZ    dxsetntloop
 	MOVQ  DX, R11
 	ADDQ  DI, R11
@@ -44151,7 +44151,7 @@ dxaddheadloop:
 	JL     dxaddheadloop
 
 dxaddntbody:
-	TESTL $0x00000080, job_flags+0(AX)
+	TESTL $0x00000400, job_flags+0(AX)
 	JZ    dxaddntloop
 	MOVQ  DX, R12
 	ADDQ  DI, R12
@@ -45635,7 +45635,7 @@ dxnoneheadloop:
 	JL     dxnoneheadloop
 
 dxnonentbody:
-	TESTL $0x00000080, job_flags+0(AX)
+	TESTL $0x00000400, job_flags+0(AX)
 	JZ    dxnonentloop
 	MOVQ  DX, R9
 	ADDQ  SI, R9
@@ -46806,7 +46806,7 @@ dxnoneheadloop:
 	JL     dxnoneheadloop
 
 dxnonentbody:
-	TESTL $0x00000080, job_flags+0(AX)
+	TESTL $0x00000400, job_flags+0(AX)
 	JZ    dxnonentloop
 	MOVQ  DX, R10
 	ADDQ  DI, R10
@@ -47086,7 +47086,7 @@ dxsetheadloop:
 	JL     dxsetheadloop
 
 dxsetntbody:
-	TESTL $0x00000080, job_flags+0(AX)
+	TESTL $0x00000400, job_flags+0(AX)
 	JZ    dxsetntloop
 	MOVQ  DX, R11
 	ADDQ  DI, R11
@@ -47413,7 +47413,7 @@ dxaddheadloop:
 	JL     dxaddheadloop
 
 dxaddntbody:
-	TESTL $0x00000080, job_flags+0(AX)
+	TESTL $0x00000400, job_flags+0(AX)
 	JZ    dxaddntloop
 	MOVQ  DX, R12
 	ADDQ  DI, R12
@@ -51295,7 +51295,7 @@ dxnoneheadloop:
 	JL     dxnoneheadloop
 
 dxnonentbody:
-	TESTL $0x00000080, job_flags+0(AX)
+	TESTL $0x00000400, job_flags+0(AX)
 	JZ    dxnonentloop
 	MOVQ  DX, R9
 	ADDQ  SI, R9

@@ -10,16 +10,17 @@ import (
 // withStreaming runs f with the memory flags of rows from memory (non-temporal stores, prefetches,
 // the generic kernel's touchRow) forced on or off, whatever the size. Forced on, it lets the
 // kernels' pipe (flagPipe) take the rows that qualify, whatever their length (pipeAbove 0), on a
-// pseudo-random half of the calls, and the backward's prefetches ahead (flagAhead) and its pipe
+// pseudo-random half of the calls, and the backward's prefetches ahead (flagAhead, with
+// flagNext), its prefetch of the next row alone (flagNext, whatever the row length) and its pipe
 // (backPipe, whatever the row length) each on a half drawn apart, whatever the CPU, so that the
 // tests that stream run the kernels both ways (a bit that alternated would line up with loops
 // that stream an even number of times per iteration).
 func withStreaming(on bool, f func()) {
 	saved, savedPipe, savedAbove, savedAhead := streamBytes, pipeRows, pipeAbove, aheadRows
-	savedBack, savedBackAbove := backPipe, backPipeAbove
+	savedBack, savedBackAbove, savedNext := backPipe, backPipeAbove, nextRows
 	defer func() {
 		streamBytes, pipeRows, pipeAbove, aheadRows = saved, savedPipe, savedAbove, savedAhead
-		backPipe, backPipeAbove = savedBack, savedBackAbove
+		backPipe, backPipeAbove, nextRows = savedBack, savedBackAbove, savedNext
 	}()
 	streamBytes = math.MaxInt
 	if on {
@@ -29,6 +30,10 @@ func withStreaming(on bool, f func()) {
 		pipeRows = streamState>>63 == 1
 		aheadRows = streamState>>62&1 == 1
 		backPipe = streamState>>61&1 == 1
+		nextRows = [2]int{1, 0}
+		if streamState>>60&1 == 1 {
+			nextRows = [2]int{0, math.MaxInt}
+		}
 	}
 	f()
 }
@@ -299,34 +304,53 @@ func samePiped(t *testing.T, name string, gotAll, wantAll []float32, outs ...pip
 	}
 }
 
-// TestAheadFlag checks which backward jobs setBackwardMemoryFlags gives flagAhead: those whose
-// rows come from memory, on a CPU that prefetches ahead (aheadRows), with or without DX, and no
-// others.
+// TestAheadFlag checks which backward jobs setBackwardMemoryFlags gives flagAhead and flagNext:
+// flagAhead to those whose rows come from memory on a CPU that prefetches ahead (aheadRows), with
+// or without DX; flagNext to those of them whose dx goes out with non-temporal stores (out of
+// place), and on the other CPUs to those of a row length within nextRows; no others.
 func TestAheadFlag(t *testing.T) {
-	saved, savedAhead := streamBytes, aheadRows
-	defer func() { streamBytes, aheadRows = saved, savedAhead }()
-	const rows, d = 4, 256
-	x, dy, dx := make([]float32, rows*d), make([]float32, rows*d), make([]float32, rows*d)
+	saved, savedAhead, savedNext := streamBytes, aheadRows, nextRows
+	defer func() { streamBytes, aheadRows, nextRows = saved, savedAhead, savedNext }()
+	const rows = 4
 	for _, c := range []struct {
 		name         string
-		dst          []float32
+		d            int
+		dst          string // "apart", "inplace" or "none"
 		small, ahead bool
-		want         bool
+		want, next   bool
 	}{
-		{name: "rows from memory", dst: dx, ahead: true, want: true},
-		{name: "in place", dst: dy, ahead: true, want: true},
-		{name: "no DX", ahead: true, want: true},
-		{name: "rows in cache", dst: dx, ahead: true, small: true},
-		{name: "a CPU that does not prefetch ahead", dst: dx},
+		{name: "rows from memory", d: 256, dst: "apart", ahead: true, want: true, next: true},
+		{name: "in place", d: 256, dst: "inplace", ahead: true, want: true},
+		{name: "no DX", d: 256, dst: "none", ahead: true, want: true},
+		{name: "rows in cache", d: 256, dst: "apart", ahead: true, small: true},
+		{name: "a CPU that does not prefetch ahead", d: 256, dst: "apart"},
+		{name: "rows of nextRows' shortest", d: 1024, dst: "apart", next: true},
+		{name: "rows of nextRows' longest", d: 6144, dst: "apart", next: true},
+		{name: "rows shorter than nextRows'", d: 1000, dst: "apart"},
+		{name: "rows longer than nextRows'", d: 6145, dst: "apart"},
+		{name: "rows of nextRows, in place", d: 4096, dst: "inplace"},
+		{name: "rows of nextRows, no DX", d: 4096, dst: "none"},
+		{name: "rows of nextRows, in cache", d: 4096, dst: "apart", small: true},
 	} {
-		j := job{dst: ptr(c.dst), x: ptr(x), dy: ptr(dy), d: d, stride: d, dstStride: d, rows: rows}
-		streamBytes, aheadRows = 0, c.ahead
+		x, dy := make([]float32, rows*c.d), make([]float32, rows*c.d)
+		var dst []float32
+		switch c.dst {
+		case "apart":
+			dst = make([]float32, rows*c.d)
+		case "inplace":
+			dst = dy
+		}
+		j := job{dst: ptr(dst), x: ptr(x), dy: ptr(dy), d: c.d, stride: c.d, dstStride: c.d, rows: rows}
+		streamBytes, aheadRows, nextRows = 0, c.ahead, [2]int{1024, 6144}
 		if c.small {
 			streamBytes = math.MaxInt
 		}
 		j.setBackwardMemoryFlags()
 		if got := j.flags&flagAhead != 0; got != c.want {
 			t.Errorf("%s: flagAhead %v, want %v (flags %#x)", c.name, got, c.want, j.flags)
+		}
+		if got := j.flags&flagNext != 0; got != c.next {
+			t.Errorf("%s: flagNext %v, want %v (flags %#x)", c.name, got, c.next, j.flags)
 		}
 		if got := j.flags&flagPF != 0; got != !c.small {
 			t.Errorf("%s: flagPF %v, want %v (flags %#x)", c.name, got, !c.small, j.flags)

@@ -719,7 +719,7 @@ func (b *bgen) dxLoop(op gradOp, invv, sv, one VecVirtual) {
 	if b.backPipes() {
 		b.pipeLoop(op, name+"st", invv, sv, one, fullSt)
 	}
-	var next []GPVirtual // under flagAhead, the next row's x and dy, prefetched along the way
+	var next []GPVirtual // under FlagNext, the next row's x and dy, prefetched along the way
 	loop := func(l string, dxSt func(VecVirtual, Mem)) {
 		Label(l)
 		CMPQ(i, lim)
@@ -739,10 +739,10 @@ func (b *bgen) dxLoop(op gradOp, invv, sv, one VecVirtual) {
 
 	Label(name + "nt")
 	Comment("Up to the first vector-aligned element of dx with a partial vector, then non-temporal stores.")
-	// Under flagAhead (rows from memory, on the CPUs of streamrule.Ahead: see aheadBytes) the loop prefetches the
-	// next row's x and dy while this row's dx goes out, so that memory is not idle while the row
-	// is worked from the cache, as the forward pipe does; that row's sum pass then finds them
-	// there.
+	// Under FlagNext (rows from memory; the Go side sets it where streamrule.Ahead or
+	// streamrule.Next says so) the loop prefetches the next row's x and dy while this row's dx
+	// goes out, so that memory is not idle while the row is worked from the cache, as the forward
+	// pipe does; that row's sum pass then finds them there.
 	if b.backPipes() {
 		b.pipeLoop(op, name, invv, sv, one, func(v VecVirtual, m Mem) { VMOVNTPS(v, m) })
 	}
@@ -775,7 +775,7 @@ func (b *bgen) dxLoop(op gradOp, invv, sv, one VecVirtual) {
 	ntSt := func(v VecVirtual, m Mem) { VMOVNTPS(v, m) }
 	if ahead {
 		Label(body)
-		TESTL(U32(spec.FlagAhead), b.flags())
+		TESTL(U32(spec.FlagNext), b.flags())
 		JZ(LabelRef(name + "ntloop"))
 		px, pdy := GP64(), GP64()
 		MOVQ(b.x, px)

@@ -58,8 +58,8 @@ var prefetch = PREFETCHT0
 
 // aheadBytes is how far ahead of its loads a loop that reads rows from memory prefetches them, in
 // bytes, where it does: the pipe (FlagPipe) its next row, and the backward's sum passes under
-// FlagAhead (whose dx pass, when dx goes out with non-temporal stores, also prefetches the next
-// row; see bgen.dxLoop). The hardware prefetchers alone leave memory idle part of the time there.
+// FlagAhead (whose CPUs also take FlagNext, with which the dx pass, when dx goes out with
+// non-temporal stores, prefetches the next row; see bgen.dxLoop). The hardware prefetchers alone leave memory idle part of the time there.
 // The backward's pipe (bgen.pipeLoop) prefetches its next row as far ahead; streamrule.BackwardPipe
 // has what that measured. For the first two, on a Zen 3 (the only CPU that took either then), the
 // function with the prefetch against the one without, alternated in one process (the median of

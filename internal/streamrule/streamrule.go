@@ -556,11 +556,12 @@ func PipeAbove(c CPU) int {
 // both, and 1024 gains for LayerNorm alone.
 const PipeMinTo16 = 2048
 
-// Ahead reports whether the backward kernels, on rows from memory, prefetch ahead
-// (FlagAhead): each sum pass the rows it reads, 1 KiB ahead of its loads, and the dx pass, which
-// works from the cache, the next row's x and dy when dx goes out with non-temporal stores (out of
-// place; in place and without DX only the sum passes prefetch, and those cases were not
-// measured). On Zen 3 the hardware prefetchers alone leave memory idle part of the time there.
+// Ahead reports whether the backward kernels, on rows from memory, prefetch ahead: each sum pass
+// the rows it reads, 1 KiB ahead of its loads (FlagAhead), and the dx pass, which works from the
+// cache, the next row's x and dy when dx goes out with non-temporal stores (FlagNext, which the
+// Go side sets with FlagAhead; out of place: in place and without DX only the sum passes
+// prefetch, and those cases were not measured). On Zen 3 the hardware prefetchers alone leave
+// memory idle part of the time there.
 // The bits are the same either way. Measured on the Zen 3 above, Backward with the avx2 kernel,
 // out of place, the functions with the prefetches against those without alternated in one
 // process, 40 pairs of calls, the median of the pairs' time ratios (with/without; the function
@@ -572,10 +573,10 @@ const PipeMinTo16 = 2048
 //	32768x128   0.930, 0.954    0.983, 0.965    0.945, 0.937
 //
 // The sum passes' prefetches alone gave 0.94-1.07 at 2048x4096 and 0.86-0.92 at 16384x4096; the
-// dx pass's alone 0.80-0.98 with DW and 0.96-1.05 without. On Zen 5 a prefetch of the next row
-// while dx goes out measured no faster (see the package's memory.go), and the forward kernels'
-// sum pass slower with prefetches two rows ahead; these prefetches, 1 KiB ahead, have not been
-// measured on Zen 4 or Zen 5, so those keep their loops.
+// dx pass's alone 0.80-0.98 with DW and 0.96-1.05 without. On Zen 5 the dx pass's prefetch pays
+// for rows of 1024-6144 and not for others (see Next); the sum passes' prefetches, 1 KiB ahead,
+// measured no faster there on top of it (16384x4096) and 9-11% slower at 8192x1024. Zen 4 has not
+// been measured: it keeps its loops.
 //
 // On Sapphire Rapids and Emerald Rapids the AVX-512 backward kernel's functions prefetch the same
 // way (the AVX2 one's too, when a user picks it). Measured on the Emerald Rapids above, Backward
@@ -588,6 +589,43 @@ const PipeMinTo16 = 2048
 //	512x8192    0.954, 0.951, 0.940    0.86
 //	32768x128   0.999, 0.963, 0.948    0.95
 func Ahead(c CPU) bool { return zen3(c) || meshXeon(c) }
+
+// Next returns the row lengths, lo <= d <= hi in floats, for which the backward kernels' dx pass
+// prefetches the next row's x and dy (FlagNext) on c where Ahead does not hold: on Zen 5, rows of
+// 1024 to 6144 (4-24 KiB, up to half its 48 KiB L1d); elsewhere none (lo > hi). Zen 5's hardware
+// prefetchers follow rows back to back, but a row's sum pass waits on memory without it, as the
+// C backward written like the best C forward variant shows, whose dx pass does prefetch: in one
+// process, without it, Norm.Backward (avx512, with Inv, without DW) took 1.05-1.23x that C
+// kernel's time at 2048x4096 and 1.25-1.28x at 16384x4096. Measured on a
+// Zen 5 (family 0x1a, a 2-vCPU VM, L1d 48 KiB, L2 1 MiB, L3 32 MiB), 2026-12-06, Norm.Backward
+// with Inv, out of place, the dx pass's prefetch off and on alternated in one process, 7-9 rounds,
+// min ns per row (several runs where listed), with DW / without DW:
+//
+//	avx512  8192x1024    279 -> 282 / 269 -> 266       16384x1024  366 -> 393 / 323 -> 312
+//	        16384x1536   884 -> 712 / 761 -> 632       16384x2048  907 -> 757 / 860 -> 719
+//	        4096x2048    682-968 -> 615-659 / 615-849 -> 559-699 (four runs)
+//	        8192x3072   1849 -> 1520 / 1799 -> 1485    6144x5120  3012 -> 2877 / 2973 -> 2622
+//	        2048x4096   1397-1733 -> 1447-1593 / 1342-1415 -> 1262-1414 (four runs; medians 3-24% lower)
+//	        16384x4096  2096-2318 -> 1984-2139 / 2078-2240 -> 1803-1976 (five runs)
+//	        4096x6144   3279-3516 -> 2977-3177 / 3088-3403 -> 2574-3123 (three runs)
+//	        3072x7168   3889-4139 -> 3835-4193 / 3822-4426 -> 3304-3932 (two runs)
+//	        512x8192    2801-3195 -> 3075-3502 / 2662-3081 -> 2752-2953 (seven runs)
+//	        1024x8192   2994-4089 -> 3426-4174 / 2981-3065 -> 3007-3553 (two runs)
+//	        256x16384   6384 -> 7427 / 6043 -> 5985    32768x128  33.4 -> 46.1 / 25.7 -> 38.4
+//	avx2    8192x1024    366 -> 330 / 351 -> 322       16384x2048 1302 -> 803 / 1147 -> 752
+//	        16384x4096  2312 -> 1889 / 2223 -> 1736    4096x6144  3820 -> 3508 / 3513 -> 2939
+//	        512x8192    2926 -> 3208 / 2638 -> 2668
+//
+// With DW, rows of 8192 and longer lose (their P row and the prefetched next row crowd the L1
+// that the dx pass works in; PREFETCHT1 lost less, 3237 and 6714 ns, but still lost); rows of
+// 128 lose a third (each row costs as many prefetches as loads); rows of 1024 are even on avx512
+// and gain 8-10% on avx2. Rows of 7168 gain without DW alone: the rule stops at 6144.
+func Next(c CPU) (lo, hi int) {
+	if zen5(c) {
+		return 1024, 6144
+	}
+	return 1, 0
+}
 
 // BackwardPipe reports whether the AVX2 backward kernel pipes streamed rows on c (FlagPipe on a
 // backward job: RMSNorm's functions, d a multiple of 64, dx rows 32-byte aligned; dx out with

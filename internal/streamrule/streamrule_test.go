@@ -41,6 +41,14 @@ func TestBytes(t *testing.T) {
 		if a := Ahead(c.cpu); a != c.pipe { // the same CPUs: Zen 3, Sapphire Rapids, Emerald Rapids
 			t.Errorf("%s: Ahead(%+v) = %v; want %v", c.name, c.cpu, a, c.pipe)
 		}
+		// Next: rows of 1024-6144 on Zen 5, none (lo > hi) elsewhere.
+		wantLo, wantHi := 1, 0
+		if c.cpu.AMD && c.cpu.Family == 0x1a {
+			wantLo, wantHi = 1024, 6144
+		}
+		if lo, hi := Next(c.cpu); lo != wantLo || hi != wantHi {
+			t.Errorf("%s: Next(%+v) = %d, %d; want %d, %d", c.name, c.cpu, lo, hi, wantLo, wantHi)
+		}
 		if b := BackwardPipe(c.cpu); b != (c.pipe && c.above == 0) { // Zen 3, of Pipe's CPUs
 			t.Errorf("%s: BackwardPipe(%+v) = %v; want %v", c.name, c.cpu, b, c.pipe && c.above == 0)
 		}

@@ -364,9 +364,8 @@ const (
 	// row's sums of squares and of g*x in the same loop, and that row skips its sum passes.
 	FlagPipe = 64
 	// FlagAhead (backward, rows from memory, on the CPUs of streamrule.Ahead): the sum passes
-	// prefetch the rows they read 1 KiB ahead of their loads, and the dx pass, working from the
-	// cache, prefetches the next row's x and dy when dx goes out with non-temporal stores (FlagNT),
-	// where the hardware prefetchers alone leave memory idle part of the time.
+	// prefetch the rows they read 1 KiB ahead of their loads, where the hardware prefetchers
+	// alone leave memory idle part of the time. The Go side sets FlagNext with it.
 	FlagAhead = 128
 	// FlagRows (float32 rows into float32 rows, d a multiple of 64, a plain weight, no
 	// residual, for the calls streamrule.Rows picks: in cache, rows of at most RowsMax (up to
@@ -384,6 +383,12 @@ const (
 	// only with it. The Go side sets it where streamrule.LayerGroups and streamrule.LongGroups
 	// say so. The bits are the same either way.
 	FlagGroups = 512
+	// FlagNext (backward, rows from memory, dx out with non-temporal stores, FlagNT): the dx pass,
+	// which works from the cache, prefetches the next row's x and dy, so that memory is not idle
+	// while the row's dx goes out and the next row's sum pass finds them in the cache. The Go side
+	// sets it on the CPUs of streamrule.Ahead (with FlagAhead) and for the rows of streamrule.Next.
+	// The bits are the same either way.
+	FlagNext = 1024
 )
 
 // RowsMax is the longest row that FlagRows sends through the one-row path's loop instead of the
@@ -423,9 +428,10 @@ func GoSpec(header string) string {
 	fmt.Fprintf(&b, "\tflagOffset = %d // rows with a weight: the weight form is 1+w (one kernel function serves every form)\n", FlagOffset)
 	fmt.Fprintf(&b, "\tflagCenter = %d // Layer variants: subtract the row's mean (Norm.Center)\n", FlagCenter)
 	fmt.Fprintf(&b, "\tflagPipe = %d // streaming (AVX2: float32 rows into float32 or float16, float16 rows into float16; AVX-512: float32 rows into float32): the scale pass of a row sums the next row's squares (LayerNorm: its elements); backward (AVX2, RMSNorm): the dx pass forms the next row's sums\n", FlagPipe)
-	fmt.Fprintf(&b, "\tflagAhead = %d // backward streaming: the sum passes prefetch 1 KiB ahead, the dx pass (with flagNT) the next row\n", FlagAhead)
+	fmt.Fprintf(&b, "\tflagAhead = %d // backward streaming: the sum passes prefetch 1 KiB ahead\n", FlagAhead)
 	fmt.Fprintf(&b, "\tflagRows = %d // float32 rows one at a time through the one-row path (streamrule.Rows): in cache, of at most rowsMax (up to groupMax where the rule says so) or above groupMax; streamed (with flagNT and flagPF alone), of at most rowsMax (the same)\n", FlagRows)
 	fmt.Fprintf(&b, "\tflagGroups = %d // the AVX-512 forward functions take rows of at most longGroupMax four at a time (streamrule.LayerGroups, LongGroups): without it the Layer ones none, the RMSNorm ones those of at most groupMax\n", FlagGroups)
+	fmt.Fprintf(&b, "\tflagNext = %d // backward streaming, dx out with flagNT: the dx pass prefetches the next row's x and dy\n", FlagNext)
 	b.WriteString(")\n\n")
 	fmt.Fprintf(&b, "// gradBlock is the number of rows summed into one partial sum of the weight gradient.\nconst gradBlock = %d\n\n", GradBlock)
 	fmt.Fprintf(&b, "// groupMax is the longest row the kernels normalize four at a time (the AVX-512 ones under flagGroups: longGroupMax).\nconst groupMax = %d\n\n", GroupMax)

@@ -367,22 +367,32 @@ func TestAsmPipe(t *testing.T) {
 	}
 }
 
-// TestAsmAhead holds the functions that test flagAhead and flagNext to the float32 backward
-// functions of avx2 and avx512, whose prefetches, like the pipe, change no bit.
+// TestAsmAhead holds the functions that test flagAhead to the float32 backward functions of avx2
+// and avx512, and those that test flagNext to the same and to the forward functions of float32
+// rows in (into float32 or 16-bit rows, RMSNorm's and LayerNorm's: their scale pass prefetches a
+// residual job's next row of x under it): prefetches, which like the pipe change no bit, so that
+// no other test notices a function that lost the test, or one that gained it.
 func TestAsmAhead(t *testing.T) {
-	var want []string
+	var ahead, next []string
 	for _, k := range []kernelID{kernelAVX2, kernelAVX512} {
 		for _, fn := range []string{"Backward", "BackwardUnweighted", "BackwardLayer", "BackwardLayerUnweighted"} {
-			want = append(want, k.name()+fn)
+			ahead = append(ahead, k.name()+fn)
+		}
+		for _, fn := range []string{"Forward", "ForwardToBF16", "ForwardToF16", "ForwardLayer", "ForwardLayerToBF16", "ForwardLayerToF16"} {
+			next = append(next, k.name()+fn)
 		}
 	}
-	slices.Sort(want)
+	next = append(next, "avx512bf16ForwardToBF16", "avx512bf16ForwardLayerToBF16")
+	next = append(next, ahead...)
+	slices.Sort(ahead)
+	slices.Sort(next)
 	for _, f := range []struct {
 		name string
 		bit  int
-	}{{"flagAhead", flagAhead}, {"flagNext", flagNext}} {
-		if got := flagTesters(t, f.bit); !slices.Equal(got, want) {
-			t.Errorf("the functions that test %s are %q, want %q", f.name, got, want)
+		want []string
+	}{{"flagAhead", flagAhead, ahead}, {"flagNext", flagNext, next}} {
+		if got := flagTesters(t, f.bit); !slices.Equal(got, f.want) {
+			t.Errorf("the functions that test %s are %q, want %q", f.name, got, f.want)
 		}
 	}
 }

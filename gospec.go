@@ -16,7 +16,7 @@ const (
 	flagAhead  = 128  // backward streaming: the sum passes prefetch 1 KiB ahead
 	flagRows   = 256  // float32 rows one at a time through the one-row path (streamrule.Rows): in cache, of at most rowsMax (up to groupMax where the rule says so) or above groupMax; streamed (with flagNT and flagPF alone), of at most rowsMax (the same)
 	flagGroups = 512  // the AVX-512 forward functions take rows of at most longGroupMax four at a time (streamrule.LayerGroups, LongGroups): without it the Layer ones none, the RMSNorm ones those of at most groupMax
-	flagNext   = 1024 // backward streaming, dx out with flagNT: the dx pass prefetches the next row's x and dy
+	flagNext   = 1024 // streaming with flagNT: backward, the dx pass prefetches the next row's x and dy; forward with a residual, the scale pass the next row's x beside h's
 )
 
 // gradBlock is the number of rows summed into one partial sum of the weight gradient.

@@ -34,13 +34,16 @@ import "github.com/gosimd/rmsnorm/internal/streamrule"
 //     summed and scaled; out of place, dst also goes out with non-temporal stores (in place, the
 //     rows are in cache already and ordinary stores write them back at no extra cost);
 //   - rows far apart (a stride) defeat the hardware prefetchers, so they are prefetched too;
+//   - on Zen 5, streamed float32 rows with a residual (out of place) of the lengths of
+//     nextResidual also take flagNext: the scale pass of a row prefetches the next row of x
+//     beside that of h (streamrule.NextResidual has the measurements);
 //   - on Zen 3, streamed float32 rows (out of place) also take the AVX2 kernel's pipe (pipes):
 //     into float32 rows, and into float16 ones (without RoundNormalized) when they are longer
 //     than streamrule.PipeMinTo16; so do float16 rows into float16 ones (without
 //     RoundNormalized); on Sapphire Rapids and Emerald Rapids the AVX-512 kernel's, float32 rows
 //     into float32, RMSNorm's longer than pipeAbove.
 //
-// The generic kernel ignores flagNT and flagPipe, and for flagPF reads a float32 row without a
+// The generic kernel ignores flagNT, flagPipe and flagNext, and for flagPF reads a float32 row without a
 // residual once in order before summing it (touchRow).
 func (j *job) setMemoryFlags() {
 	if j.stride != j.d {
@@ -52,6 +55,9 @@ func (j *job) setMemoryFlags() {
 			j.flags |= flagNT
 			if pipeRows && j.pipes() {
 				j.flags |= flagPipe
+			}
+			if j.res != nil && j.format.in() == formatF32 && nextResidual[0] <= j.d && j.d <= nextResidual[1] {
+				j.flags |= flagNext
 			}
 		}
 	}
@@ -101,9 +107,10 @@ func (j *job) rowBytes() uintptr {
 // in place): the dx loop of the AVX2 RMSNorm functions then forms the next row's sums too
 // (streamrule.BackwardPipe).
 //
-// On a Zen 5 the next row's prefetch in the dx pass gains 5-20% on rows of 1536-6144 (both
-// kernels) and loses on rows of 128 (35-55%: each row costs as many prefetches as loads) and,
-// with DW, on rows of 8192 and more; the sum passes' prefetches gain nothing there on top of it.
+// On a Zen 5 the next row's prefetch in the dx pass gains 4-19% on rows of 1536-6144 on avx512
+// and 8-38% on avx2, and loses on rows of 128 (38-49%: each row costs as many prefetches as
+// loads) and, with DW, on rows of 8192 and more; the sum passes' prefetches gain nothing there on
+// top of it.
 // On Zen 3 the two together measured 2-17% faster, and on Sapphire Rapids and Emerald Rapids
 // 0-8% (avx512). The LayerNorm ones on
 // amd64 read x twice from cache (its centered squares) before they first read dy: with flagPF that

@@ -26,11 +26,12 @@ var (
 	avx512LongGroups  = false
 )
 
-// aheadRows is false and nextRows empty: flagAhead and flagNext are for the assembly kernels,
-// which this build does not have.
+// aheadRows is false, and nextRows and nextResidual empty: flagAhead and flagNext are for the
+// assembly kernels, which this build does not have.
 var (
-	aheadRows = false
-	nextRows  = [2]int{1, 0}
+	aheadRows    = false
+	nextRows     = [2]int{1, 0}
+	nextResidual = [2]int{1, 0}
 )
 
 // backPipe is false: flagPipe is for the assembly kernels, which this build does not have.

@@ -1912,8 +1912,15 @@ scalentgo:
 	SHLQ $0x03, R10
 
 longrows7:
-	ADDQ DX, R10
-	MOVL job_flags+0(AX), R11
+	MOVQ  BX, R12
+	ADDQ  R10, R12
+	XORL  R11, R11
+	TESTL $0x00000400, job_flags+0(AX)
+	SETNE R11
+	NEGQ  R11
+	ANDQ  R11, R12
+	ADDQ  DX, R10
+	MOVL  job_flags+0(AX), R11
 
 	PCALIGN $32
 scalentloop:
@@ -1923,20 +1930,28 @@ scalentloop:
 	PREFETCHT0 64(R10)(R8*4)
 	PREFETCHT0 128(R10)(R8*4)
 	PREFETCHT0 192(R10)(R8*4)
-	VMULPS     (DX)(R8*4), Z5, Z0
-	VMULPS     64(DX)(R8*4), Z5, Z1
-	VMULPS     128(DX)(R8*4), Z5, Z2
-	VMULPS     192(DX)(R8*4), Z5, Z3
-	TESTQ      SI, SI
-	JZ         weighed9
-	TESTL      $0x00000010, R11
-	JNZ        offset8
-	VMULPS     (SI)(R8*4), Z0, Z0
-	VMULPS     64(SI)(R8*4), Z1, Z1
-	VMULPS     128(SI)(R8*4), Z2, Z2
-	VMULPS     192(SI)(R8*4), Z3, Z3
+	TESTQ      R12, R12
+	JZ         noadd8
+	PREFETCHT0 (R12)(R8*4)
+	PREFETCHT0 64(R12)(R8*4)
+	PREFETCHT0 128(R12)(R8*4)
+	PREFETCHT0 192(R12)(R8*4)
 
-weighed9:
+noadd8:
+	VMULPS (DX)(R8*4), Z5, Z0
+	VMULPS 64(DX)(R8*4), Z5, Z1
+	VMULPS 128(DX)(R8*4), Z5, Z2
+	VMULPS 192(DX)(R8*4), Z5, Z3
+	TESTQ  SI, SI
+	JZ     weighed10
+	TESTL  $0x00000010, R11
+	JNZ    offset9
+	VMULPS (SI)(R8*4), Z0, Z0
+	VMULPS 64(SI)(R8*4), Z1, Z1
+	VMULPS 128(SI)(R8*4), Z2, Z2
+	VMULPS 192(SI)(R8*4), Z3, Z3
+
+weighed10:
 	VMOVNTPS Z0, (CX)(R8*4)
 	VMOVNTPS Z1, 64(CX)(R8*4)
 	VMOVNTPS Z2, 128(CX)(R8*4)
@@ -1944,7 +1959,7 @@ weighed9:
 	ADDQ     $0x00000040, R8
 	JMP      scalentloop
 
-offset8:
+offset9:
 	VMOVUPS (SI)(R8*4), Z7
 	VADDPS  Z4, Z7, Z7
 	VMULPS  Z7, Z0, Z0
@@ -1957,7 +1972,7 @@ offset8:
 	VMOVUPS 192(SI)(R8*4), Z7
 	VADDPS  Z4, Z7, Z7
 	VMULPS  Z7, Z3, Z3
-	JMP     weighed9
+	JMP     weighed10
 
 scaletail:
 	ADDQ $0x00000030, R9
@@ -1967,12 +1982,12 @@ scaleone:
 	JG      scalepart
 	VMULPS  (DX)(R8*4), Z5, Z0
 	TESTQ   SI, SI
-	JZ      noweight10
+	JZ      noweight11
 	VMOVUPS (SI)(R8*4), Z1
 	VADDPS  Z4, Z1, Z1
 	VMULPS  Z1, Z0, Z0
 
-noweight10:
+noweight11:
 	VMOVUPS Z0, (CX)(R8*4)
 	ADDQ    $0x00000010, R8
 	JMP     scaleone
@@ -1989,12 +2004,12 @@ partout:
 	VMOVUPS.Z (DX)(R8*4), K1, Z0
 	VMULPS    Z0, Z5, Z0
 	TESTQ     SI, SI
-	JZ        noweight11
+	JZ        noweight12
 	VMOVUPS.Z (SI)(R8*4), K1, Z1
 	VADDPS    Z4, Z1, Z1
 	VMULPS    Z1, Z0, Z0
 
-noweight11:
+noweight12:
 	VMOVUPS Z0, K1, (CX)(R8*4)
 	ADDQ    R10, R8
 	CMPQ    R8, job_d+0(AX)
@@ -5210,23 +5225,38 @@ scalentgo:
 	SHLQ $0x03, R10
 
 longrows13:
-	ADDQ DX, R10
-	MOVL job_flags+0(AX), R11
+	MOVQ  BX, R12
+	ADDQ  R10, R12
+	XORL  R11, R11
+	TESTL $0x00000400, job_flags+0(AX)
+	SETNE R11
+	NEGQ  R11
+	ANDQ  R11, R12
+	ADDQ  DX, R10
+	MOVL  job_flags+0(AX), R11
 
 	PCALIGN $32
 scalentloop:
-	CMPQ        R8, R9
-	JG          scaletail
-	PREFETCHT0  (R10)(R8*4)
-	PREFETCHT0  64(R10)(R8*4)
-	PREFETCHT0  128(R10)(R8*4)
-	PREFETCHT0  192(R10)(R8*4)
+	CMPQ       R8, R9
+	JG         scaletail
+	PREFETCHT0 (R10)(R8*4)
+	PREFETCHT0 64(R10)(R8*4)
+	PREFETCHT0 128(R10)(R8*4)
+	PREFETCHT0 192(R10)(R8*4)
+	TESTQ      R12, R12
+	JZ         noadd14
+	PREFETCHT0 (R12)(R8*4)
+	PREFETCHT0 64(R12)(R8*4)
+	PREFETCHT0 128(R12)(R8*4)
+	PREFETCHT0 192(R12)(R8*4)
+
+noadd14:
 	VMULPS      (DX)(R8*4), Z7, Z8
 	VMULPS      64(DX)(R8*4), Z7, Z9
 	VMULPS      128(DX)(R8*4), Z7, Z10
 	VMULPS      192(DX)(R8*4), Z7, Z11
 	TESTL       $0x00000008, job_flags+0(AX)
-	JZ          notrn14
+	JZ          notrn15
 	VMOVDQA64   Z3, Z13
 	VFIXUPIMMPS $0x00, Z4, Z8, Z13
 	VPSRLD      $0x10, Z13, Z8
@@ -5256,17 +5286,17 @@ scalentloop:
 	VPADDD      Z13, Z11, Z11
 	VPANDD      Z2, Z11, Z11
 
-notrn14:
+notrn15:
 	TESTQ  SI, SI
-	JZ     weighed16
+	JZ     weighed17
 	TESTL  $0x00000010, R11
-	JNZ    offset15
+	JNZ    offset16
 	VMULPS (SI)(R8*4), Z8, Z8
 	VMULPS 64(SI)(R8*4), Z9, Z9
 	VMULPS 128(SI)(R8*4), Z10, Z10
 	VMULPS 192(SI)(R8*4), Z11, Z11
 
-weighed16:
+weighed17:
 	VMOVDQA64   Z3, Z13
 	VFIXUPIMMPS $0x00, Z4, Z8, Z13
 	VPSRLD      $0x10, Z13, Z8
@@ -5298,7 +5328,7 @@ weighed16:
 	ADDQ        $0x00000040, R8
 	JMP         scalentloop
 
-offset15:
+offset16:
 	VMOVUPS (SI)(R8*4), Z13
 	VADDPS  Z6, Z13, Z13
 	VMULPS  Z13, Z8, Z8
@@ -5311,7 +5341,7 @@ offset15:
 	VMOVUPS 192(SI)(R8*4), Z13
 	VADDPS  Z6, Z13, Z13
 	VMULPS  Z13, Z11, Z11
-	JMP     weighed16
+	JMP     weighed17
 
 scaletail:
 	ADDQ $0x00000030, R9
@@ -5321,7 +5351,7 @@ scaleone:
 	JG          scalepart
 	VMULPS      (DX)(R8*4), Z7, Z8
 	TESTL       $0x00000008, job_flags+0(AX)
-	JZ          notrn17
+	JZ          notrn18
 	VMOVDQA64   Z3, Z9
 	VFIXUPIMMPS $0x00, Z4, Z8, Z9
 	VPSRLD      $0x10, Z9, Z8
@@ -5330,14 +5360,14 @@ scaleone:
 	VPADDD      Z9, Z8, Z8
 	VPANDD      Z2, Z8, Z8
 
-notrn17:
+notrn18:
 	TESTQ   SI, SI
-	JZ      noweight18
+	JZ      noweight19
 	VMOVUPS (SI)(R8*4), Z9
 	VADDPS  Z6, Z9, Z9
 	VMULPS  Z9, Z8, Z8
 
-noweight18:
+noweight19:
 	VMOVDQA64   Z3, Z9
 	VFIXUPIMMPS $0x00, Z4, Z8, Z9
 	VPSRLD      $0x10, Z9, Z8
@@ -5361,7 +5391,7 @@ partout:
 	VMOVUPS.Z   (DX)(R8*4), K1, Z8
 	VMULPS      Z8, Z7, Z8
 	TESTL       $0x00000008, job_flags+0(AX)
-	JZ          notrn19
+	JZ          notrn20
 	VMOVDQA64   Z3, Z9
 	VFIXUPIMMPS $0x00, Z4, Z8, Z9
 	VPSRLD      $0x10, Z9, Z8
@@ -5370,14 +5400,14 @@ partout:
 	VPADDD      Z9, Z8, Z8
 	VPANDD      Z2, Z8, Z8
 
-notrn19:
+notrn20:
 	TESTQ     SI, SI
-	JZ        noweight20
+	JZ        noweight21
 	VMOVUPS.Z (SI)(R8*4), K1, Z9
 	VADDPS    Z6, Z9, Z9
 	VMULPS    Z9, Z8, Z8
 
-noweight20:
+noweight21:
 	VMOVDQA64   Z3, Z9
 	VFIXUPIMMPS $0x00, Z4, Z8, Z9
 	VPSRLD      $0x10, Z9, Z8
@@ -6127,8 +6157,15 @@ scalentgo:
 	SHLQ $0x03, R10
 
 longrows13:
-	ADDQ DX, R10
-	MOVL job_flags+0(AX), R11
+	MOVQ  BX, R12
+	ADDQ  R10, R12
+	XORL  R11, R11
+	TESTL $0x00000400, job_flags+0(AX)
+	SETNE R11
+	NEGQ  R11
+	ANDQ  R11, R12
+	ADDQ  DX, R10
+	MOVL  job_flags+0(AX), R11
 
 	PCALIGN $32
 scalentloop:
@@ -6138,32 +6175,40 @@ scalentloop:
 	PREFETCHT0 64(R10)(R8*4)
 	PREFETCHT0 128(R10)(R8*4)
 	PREFETCHT0 192(R10)(R8*4)
-	VMULPS     (DX)(R8*4), Z1, Z2
-	VMULPS     64(DX)(R8*4), Z1, Z3
-	VMULPS     128(DX)(R8*4), Z1, Z4
-	VMULPS     192(DX)(R8*4), Z1, Z5
-	TESTL      $0x00000008, job_flags+0(AX)
-	JZ         notrn14
-	VCVTPS2PH  $0x00, Z2, Y2
-	VCVTPH2PS  Y2, Z2
-	VCVTPS2PH  $0x00, Z3, Y3
-	VCVTPH2PS  Y3, Z3
-	VCVTPS2PH  $0x00, Z4, Y4
-	VCVTPH2PS  Y4, Z4
-	VCVTPS2PH  $0x00, Z5, Y5
-	VCVTPH2PS  Y5, Z5
+	TESTQ      R12, R12
+	JZ         noadd14
+	PREFETCHT0 (R12)(R8*4)
+	PREFETCHT0 64(R12)(R8*4)
+	PREFETCHT0 128(R12)(R8*4)
+	PREFETCHT0 192(R12)(R8*4)
 
-notrn14:
+noadd14:
+	VMULPS    (DX)(R8*4), Z1, Z2
+	VMULPS    64(DX)(R8*4), Z1, Z3
+	VMULPS    128(DX)(R8*4), Z1, Z4
+	VMULPS    192(DX)(R8*4), Z1, Z5
+	TESTL     $0x00000008, job_flags+0(AX)
+	JZ        notrn15
+	VCVTPS2PH $0x00, Z2, Y2
+	VCVTPH2PS Y2, Z2
+	VCVTPS2PH $0x00, Z3, Y3
+	VCVTPH2PS Y3, Z3
+	VCVTPS2PH $0x00, Z4, Y4
+	VCVTPH2PS Y4, Z4
+	VCVTPS2PH $0x00, Z5, Y5
+	VCVTPH2PS Y5, Z5
+
+notrn15:
 	TESTQ  SI, SI
-	JZ     weighed16
+	JZ     weighed17
 	TESTL  $0x00000010, R11
-	JNZ    offset15
+	JNZ    offset16
 	VMULPS (SI)(R8*4), Z2, Z2
 	VMULPS 64(SI)(R8*4), Z3, Z3
 	VMULPS 128(SI)(R8*4), Z4, Z4
 	VMULPS 192(SI)(R8*4), Z5, Z5
 
-weighed16:
+weighed17:
 	VCVTPS2PH    $0x00, Z2, Y19
 	VCVTPS2PH    $0x00, Z3, Y2
 	VINSERTI64X4 $0x01, Y2, Z19, Z19
@@ -6175,7 +6220,7 @@ weighed16:
 	ADDQ         $0x00000040, R8
 	JMP          scalentloop
 
-offset15:
+offset16:
 	VMOVUPS (SI)(R8*4), Z21
 	VADDPS  Z0, Z21, Z21
 	VMULPS  Z21, Z2, Z2
@@ -6188,7 +6233,7 @@ offset15:
 	VMOVUPS 192(SI)(R8*4), Z21
 	VADDPS  Z0, Z21, Z21
 	VMULPS  Z21, Z5, Z5
-	JMP     weighed16
+	JMP     weighed17
 
 scaletail:
 	ADDQ $0x00000030, R9
@@ -6198,18 +6243,18 @@ scaleone:
 	JG        scalepart
 	VMULPS    (DX)(R8*4), Z1, Z2
 	TESTL     $0x00000008, job_flags+0(AX)
-	JZ        notrn17
+	JZ        notrn18
 	VCVTPS2PH $0x00, Z2, Y2
 	VCVTPH2PS Y2, Z2
 
-notrn17:
+notrn18:
 	TESTQ   SI, SI
-	JZ      noweight18
+	JZ      noweight19
 	VMOVUPS (SI)(R8*4), Z3
 	VADDPS  Z0, Z3, Z3
 	VMULPS  Z3, Z2, Z2
 
-noweight18:
+noweight19:
 	VCVTPS2PH $0x00, Z2, (CX)(R8*2)
 	ADDQ      $0x00000010, R8
 	JMP       scaleone
@@ -6226,18 +6271,18 @@ partout:
 	VMOVUPS.Z (DX)(R8*4), K1, Z2
 	VMULPS    Z2, Z1, Z2
 	TESTL     $0x00000008, job_flags+0(AX)
-	JZ        notrn19
+	JZ        notrn20
 	VCVTPS2PH $0x00, Z2, Y2
 	VCVTPH2PS Y2, Z2
 
-notrn19:
+notrn20:
 	TESTQ     SI, SI
-	JZ        noweight20
+	JZ        noweight21
 	VMOVUPS.Z (SI)(R8*4), K1, Z3
 	VADDPS    Z0, Z3, Z3
 	VMULPS    Z3, Z2, Z2
 
-noweight20:
+noweight21:
 	VCVTPS2PH $0x00, Z2, K1, (CX)(R8*2)
 	ADDQ      R10, R8
 	CMPQ      R8, job_d+0(AX)
@@ -7516,8 +7561,15 @@ scalentgo:
 	SHLQ $0x03, R10
 
 longrows19:
-	ADDQ DX, R10
-	MOVL job_flags+0(AX), R11
+	MOVQ  BX, R12
+	ADDQ  R10, R12
+	XORL  R11, R11
+	TESTL $0x00000400, job_flags+0(AX)
+	SETNE R11
+	NEGQ  R11
+	ANDQ  R11, R12
+	ADDQ  DX, R10
+	MOVL  job_flags+0(AX), R11
 
 	PCALIGN $32
 scalentloop:
@@ -7527,37 +7579,45 @@ scalentloop:
 	PREFETCHT0 64(R10)(R8*4)
 	PREFETCHT0 128(R10)(R8*4)
 	PREFETCHT0 192(R10)(R8*4)
-	VMOVUPS    (DX)(R8*4), Z2
-	VSUBPS     Z1, Z2, Z2
-	VMULPS     Z6, Z2, Z2
-	VMOVUPS    64(DX)(R8*4), Z3
-	VSUBPS     Z1, Z3, Z3
-	VMULPS     Z6, Z3, Z3
-	VMOVUPS    128(DX)(R8*4), Z4
-	VSUBPS     Z1, Z4, Z4
-	VMULPS     Z6, Z4, Z4
-	VMOVUPS    192(DX)(R8*4), Z5
-	VSUBPS     Z1, Z5, Z5
-	VMULPS     Z6, Z5, Z5
-	TESTQ      SI, SI
-	JZ         weighed21
-	TESTL      $0x00000010, R11
-	JNZ        offset20
-	VMULPS     (SI)(R8*4), Z2, Z2
-	VMULPS     64(SI)(R8*4), Z3, Z3
-	VMULPS     128(SI)(R8*4), Z4, Z4
-	VMULPS     192(SI)(R8*4), Z5, Z5
+	TESTQ      R12, R12
+	JZ         noadd20
+	PREFETCHT0 (R12)(R8*4)
+	PREFETCHT0 64(R12)(R8*4)
+	PREFETCHT0 128(R12)(R8*4)
+	PREFETCHT0 192(R12)(R8*4)
 
-weighed21:
-	MOVQ   job_bias+0(AX), R12
-	TESTQ  R12, R12
-	JZ     nobias22
-	VADDPS (R12)(R8*4), Z2, Z2
-	VADDPS 64(R12)(R8*4), Z3, Z3
-	VADDPS 128(R12)(R8*4), Z4, Z4
-	VADDPS 192(R12)(R8*4), Z5, Z5
+noadd20:
+	VMOVUPS (DX)(R8*4), Z2
+	VSUBPS  Z1, Z2, Z2
+	VMULPS  Z6, Z2, Z2
+	VMOVUPS 64(DX)(R8*4), Z3
+	VSUBPS  Z1, Z3, Z3
+	VMULPS  Z6, Z3, Z3
+	VMOVUPS 128(DX)(R8*4), Z4
+	VSUBPS  Z1, Z4, Z4
+	VMULPS  Z6, Z4, Z4
+	VMOVUPS 192(DX)(R8*4), Z5
+	VSUBPS  Z1, Z5, Z5
+	VMULPS  Z6, Z5, Z5
+	TESTQ   SI, SI
+	JZ      weighed22
+	TESTL   $0x00000010, R11
+	JNZ     offset21
+	VMULPS  (SI)(R8*4), Z2, Z2
+	VMULPS  64(SI)(R8*4), Z3, Z3
+	VMULPS  128(SI)(R8*4), Z4, Z4
+	VMULPS  192(SI)(R8*4), Z5, Z5
 
-nobias22:
+weighed22:
+	MOVQ   job_bias+0(AX), R13
+	TESTQ  R13, R13
+	JZ     nobias23
+	VADDPS (R13)(R8*4), Z2, Z2
+	VADDPS 64(R13)(R8*4), Z3, Z3
+	VADDPS 128(R13)(R8*4), Z4, Z4
+	VADDPS 192(R13)(R8*4), Z5, Z5
+
+nobias23:
 	VMOVNTPS Z2, (CX)(R8*4)
 	VMOVNTPS Z3, 64(CX)(R8*4)
 	VMOVNTPS Z4, 128(CX)(R8*4)
@@ -7565,7 +7625,7 @@ nobias22:
 	ADDQ     $0x00000040, R8
 	JMP      scalentloop
 
-offset20:
+offset21:
 	VMOVUPS (SI)(R8*4), Z8
 	VADDPS  Z0, Z8, Z8
 	VMULPS  Z8, Z2, Z2
@@ -7578,7 +7638,7 @@ offset20:
 	VMOVUPS 192(SI)(R8*4), Z8
 	VADDPS  Z0, Z8, Z8
 	VMULPS  Z8, Z5, Z5
-	JMP     weighed21
+	JMP     weighed22
 
 scaletail:
 	ADDQ $0x00000030, R9
@@ -7590,18 +7650,18 @@ scaleone:
 	VSUBPS  Z1, Z2, Z2
 	VMULPS  Z6, Z2, Z2
 	TESTQ   SI, SI
-	JZ      noweight23
+	JZ      noweight24
 	VMOVUPS (SI)(R8*4), Z3
 	VADDPS  Z0, Z3, Z3
 	VMULPS  Z3, Z2, Z2
 
-noweight23:
+noweight24:
 	MOVQ   job_bias+0(AX), R10
 	TESTQ  R10, R10
-	JZ     nobias24
+	JZ     nobias25
 	VADDPS (R10)(R8*4), Z2, Z2
 
-nobias24:
+nobias25:
 	VMOVUPS Z2, (CX)(R8*4)
 	ADDQ    $0x00000010, R8
 	JMP     scaleone
@@ -7619,19 +7679,19 @@ partout:
 	VSUBPS    Z1, Z2, Z2
 	VMULPS    Z2, Z6, Z2
 	TESTQ     SI, SI
-	JZ        noweight25
+	JZ        noweight26
 	VMOVUPS.Z (SI)(R8*4), K1, Z3
 	VADDPS    Z0, Z3, Z3
 	VMULPS    Z3, Z2, Z2
 
-noweight25:
+noweight26:
 	MOVQ      job_bias+0(AX), R11
 	TESTQ     R11, R11
-	JZ        nobias26
+	JZ        nobias27
 	VMOVUPS.Z (R11)(R8*4), K1, Z3
 	VADDPS    Z3, Z2, Z2
 
-nobias26:
+nobias27:
 	VMOVUPS Z2, K1, (CX)(R8*4)
 	ADDQ    R10, R8
 	CMPQ    R8, job_d+0(AX)
@@ -11867,17 +11927,32 @@ scalentgo:
 	SHLQ $0x03, R10
 
 longrows25:
-	ADDQ DX, R10
-	MOVL job_flags+0(AX), R11
+	MOVQ  BX, R12
+	ADDQ  R10, R12
+	XORL  R11, R11
+	TESTL $0x00000400, job_flags+0(AX)
+	SETNE R11
+	NEGQ  R11
+	ANDQ  R11, R12
+	ADDQ  DX, R10
+	MOVL  job_flags+0(AX), R11
 
 	PCALIGN $32
 scalentloop:
-	CMPQ        R8, R9
-	JG          scaletail
-	PREFETCHT0  (R10)(R8*4)
-	PREFETCHT0  64(R10)(R8*4)
-	PREFETCHT0  128(R10)(R8*4)
-	PREFETCHT0  192(R10)(R8*4)
+	CMPQ       R8, R9
+	JG         scaletail
+	PREFETCHT0 (R10)(R8*4)
+	PREFETCHT0 64(R10)(R8*4)
+	PREFETCHT0 128(R10)(R8*4)
+	PREFETCHT0 192(R10)(R8*4)
+	TESTQ      R12, R12
+	JZ         noadd26
+	PREFETCHT0 (R12)(R8*4)
+	PREFETCHT0 64(R12)(R8*4)
+	PREFETCHT0 128(R12)(R8*4)
+	PREFETCHT0 192(R12)(R8*4)
+
+noadd26:
 	VMOVUPS     (DX)(R8*4), Z9
 	VSUBPS      Z7, Z9, Z9
 	VMULPS      Z8, Z9, Z9
@@ -11891,7 +11966,7 @@ scalentloop:
 	VSUBPS      Z7, Z12, Z12
 	VMULPS      Z8, Z12, Z12
 	TESTL       $0x00000008, job_flags+0(AX)
-	JZ          notrn26
+	JZ          notrn27
 	VMOVDQA64   Z3, Z14
 	VFIXUPIMMPS $0x00, Z4, Z9, Z14
 	VPSRLD      $0x10, Z14, Z9
@@ -11921,26 +11996,26 @@ scalentloop:
 	VPADDD      Z14, Z12, Z12
 	VPANDD      Z2, Z12, Z12
 
-notrn26:
+notrn27:
 	TESTQ  SI, SI
-	JZ     weighed28
+	JZ     weighed29
 	TESTL  $0x00000010, R11
-	JNZ    offset27
+	JNZ    offset28
 	VMULPS (SI)(R8*4), Z9, Z9
 	VMULPS 64(SI)(R8*4), Z10, Z10
 	VMULPS 128(SI)(R8*4), Z11, Z11
 	VMULPS 192(SI)(R8*4), Z12, Z12
 
-weighed28:
-	MOVQ   job_bias+0(AX), R12
-	TESTQ  R12, R12
-	JZ     nobias29
-	VADDPS (R12)(R8*4), Z9, Z9
-	VADDPS 64(R12)(R8*4), Z10, Z10
-	VADDPS 128(R12)(R8*4), Z11, Z11
-	VADDPS 192(R12)(R8*4), Z12, Z12
+weighed29:
+	MOVQ   job_bias+0(AX), R13
+	TESTQ  R13, R13
+	JZ     nobias30
+	VADDPS (R13)(R8*4), Z9, Z9
+	VADDPS 64(R13)(R8*4), Z10, Z10
+	VADDPS 128(R13)(R8*4), Z11, Z11
+	VADDPS 192(R13)(R8*4), Z12, Z12
 
-nobias29:
+nobias30:
 	VMOVDQA64   Z3, Z14
 	VFIXUPIMMPS $0x00, Z4, Z9, Z14
 	VPSRLD      $0x10, Z14, Z9
@@ -11972,7 +12047,7 @@ nobias29:
 	ADDQ        $0x00000040, R8
 	JMP         scalentloop
 
-offset27:
+offset28:
 	VMOVUPS (SI)(R8*4), Z14
 	VADDPS  Z6, Z14, Z14
 	VMULPS  Z14, Z9, Z9
@@ -11985,7 +12060,7 @@ offset27:
 	VMOVUPS 192(SI)(R8*4), Z14
 	VADDPS  Z6, Z14, Z14
 	VMULPS  Z14, Z12, Z12
-	JMP     weighed28
+	JMP     weighed29
 
 scaletail:
 	ADDQ $0x00000030, R9
@@ -11997,7 +12072,7 @@ scaleone:
 	VSUBPS      Z7, Z9, Z9
 	VMULPS      Z8, Z9, Z9
 	TESTL       $0x00000008, job_flags+0(AX)
-	JZ          notrn30
+	JZ          notrn31
 	VMOVDQA64   Z3, Z10
 	VFIXUPIMMPS $0x00, Z4, Z9, Z10
 	VPSRLD      $0x10, Z10, Z9
@@ -12006,20 +12081,20 @@ scaleone:
 	VPADDD      Z10, Z9, Z9
 	VPANDD      Z2, Z9, Z9
 
-notrn30:
+notrn31:
 	TESTQ   SI, SI
-	JZ      noweight31
+	JZ      noweight32
 	VMOVUPS (SI)(R8*4), Z10
 	VADDPS  Z6, Z10, Z10
 	VMULPS  Z10, Z9, Z9
 
-noweight31:
+noweight32:
 	MOVQ   job_bias+0(AX), R10
 	TESTQ  R10, R10
-	JZ     nobias32
+	JZ     nobias33
 	VADDPS (R10)(R8*4), Z9, Z9
 
-nobias32:
+nobias33:
 	VMOVDQA64   Z3, Z10
 	VFIXUPIMMPS $0x00, Z4, Z9, Z10
 	VPSRLD      $0x10, Z10, Z9
@@ -12044,7 +12119,7 @@ partout:
 	VSUBPS      Z7, Z9, Z9
 	VMULPS      Z9, Z8, Z9
 	TESTL       $0x00000008, job_flags+0(AX)
-	JZ          notrn33
+	JZ          notrn34
 	VMOVDQA64   Z3, Z10
 	VFIXUPIMMPS $0x00, Z4, Z9, Z10
 	VPSRLD      $0x10, Z10, Z9
@@ -12053,21 +12128,21 @@ partout:
 	VPADDD      Z10, Z9, Z9
 	VPANDD      Z2, Z9, Z9
 
-notrn33:
+notrn34:
 	TESTQ     SI, SI
-	JZ        noweight34
+	JZ        noweight35
 	VMOVUPS.Z (SI)(R8*4), K1, Z10
 	VADDPS    Z6, Z10, Z10
 	VMULPS    Z10, Z9, Z9
 
-noweight34:
+noweight35:
 	MOVQ      job_bias+0(AX), R11
 	TESTQ     R11, R11
-	JZ        nobias35
+	JZ        nobias36
 	VMOVUPS.Z (R11)(R8*4), K1, Z10
 	VADDPS    Z10, Z9, Z9
 
-nobias35:
+nobias36:
 	VMOVDQA64   Z3, Z10
 	VFIXUPIMMPS $0x00, Z4, Z9, Z10
 	VPSRLD      $0x10, Z10, Z9
@@ -13149,8 +13224,15 @@ scalentgo:
 	SHLQ $0x03, R10
 
 longrows25:
-	ADDQ DX, R10
-	MOVL job_flags+0(AX), R11
+	MOVQ  BX, R12
+	ADDQ  R10, R12
+	XORL  R11, R11
+	TESTL $0x00000400, job_flags+0(AX)
+	SETNE R11
+	NEGQ  R11
+	ANDQ  R11, R12
+	ADDQ  DX, R10
+	MOVL  job_flags+0(AX), R11
 
 	PCALIGN $32
 scalentloop:
@@ -13160,49 +13242,57 @@ scalentloop:
 	PREFETCHT0 64(R10)(R8*4)
 	PREFETCHT0 128(R10)(R8*4)
 	PREFETCHT0 192(R10)(R8*4)
-	VMOVUPS    (DX)(R8*4), Z3
-	VSUBPS     Z1, Z3, Z3
-	VMULPS     Z2, Z3, Z3
-	VMOVUPS    64(DX)(R8*4), Z4
-	VSUBPS     Z1, Z4, Z4
-	VMULPS     Z2, Z4, Z4
-	VMOVUPS    128(DX)(R8*4), Z5
-	VSUBPS     Z1, Z5, Z5
-	VMULPS     Z2, Z5, Z5
-	VMOVUPS    192(DX)(R8*4), Z6
-	VSUBPS     Z1, Z6, Z6
-	VMULPS     Z2, Z6, Z6
-	TESTL      $0x00000008, job_flags+0(AX)
-	JZ         notrn26
-	VCVTPS2PH  $0x00, Z3, Y3
-	VCVTPH2PS  Y3, Z3
-	VCVTPS2PH  $0x00, Z4, Y4
-	VCVTPH2PS  Y4, Z4
-	VCVTPS2PH  $0x00, Z5, Y5
-	VCVTPH2PS  Y5, Z5
-	VCVTPS2PH  $0x00, Z6, Y6
-	VCVTPH2PS  Y6, Z6
+	TESTQ      R12, R12
+	JZ         noadd26
+	PREFETCHT0 (R12)(R8*4)
+	PREFETCHT0 64(R12)(R8*4)
+	PREFETCHT0 128(R12)(R8*4)
+	PREFETCHT0 192(R12)(R8*4)
 
-notrn26:
+noadd26:
+	VMOVUPS   (DX)(R8*4), Z3
+	VSUBPS    Z1, Z3, Z3
+	VMULPS    Z2, Z3, Z3
+	VMOVUPS   64(DX)(R8*4), Z4
+	VSUBPS    Z1, Z4, Z4
+	VMULPS    Z2, Z4, Z4
+	VMOVUPS   128(DX)(R8*4), Z5
+	VSUBPS    Z1, Z5, Z5
+	VMULPS    Z2, Z5, Z5
+	VMOVUPS   192(DX)(R8*4), Z6
+	VSUBPS    Z1, Z6, Z6
+	VMULPS    Z2, Z6, Z6
+	TESTL     $0x00000008, job_flags+0(AX)
+	JZ        notrn27
+	VCVTPS2PH $0x00, Z3, Y3
+	VCVTPH2PS Y3, Z3
+	VCVTPS2PH $0x00, Z4, Y4
+	VCVTPH2PS Y4, Z4
+	VCVTPS2PH $0x00, Z5, Y5
+	VCVTPH2PS Y5, Z5
+	VCVTPS2PH $0x00, Z6, Y6
+	VCVTPH2PS Y6, Z6
+
+notrn27:
 	TESTQ  SI, SI
-	JZ     weighed28
+	JZ     weighed29
 	TESTL  $0x00000010, R11
-	JNZ    offset27
+	JNZ    offset28
 	VMULPS (SI)(R8*4), Z3, Z3
 	VMULPS 64(SI)(R8*4), Z4, Z4
 	VMULPS 128(SI)(R8*4), Z5, Z5
 	VMULPS 192(SI)(R8*4), Z6, Z6
 
-weighed28:
-	MOVQ   job_bias+0(AX), R12
-	TESTQ  R12, R12
-	JZ     nobias29
-	VADDPS (R12)(R8*4), Z3, Z3
-	VADDPS 64(R12)(R8*4), Z4, Z4
-	VADDPS 128(R12)(R8*4), Z5, Z5
-	VADDPS 192(R12)(R8*4), Z6, Z6
+weighed29:
+	MOVQ   job_bias+0(AX), R13
+	TESTQ  R13, R13
+	JZ     nobias30
+	VADDPS (R13)(R8*4), Z3, Z3
+	VADDPS 64(R13)(R8*4), Z4, Z4
+	VADDPS 128(R13)(R8*4), Z5, Z5
+	VADDPS 192(R13)(R8*4), Z6, Z6
 
-nobias29:
+nobias30:
 	VCVTPS2PH    $0x00, Z3, Y20
 	VCVTPS2PH    $0x00, Z4, Y3
 	VINSERTI64X4 $0x01, Y3, Z20, Z20
@@ -13214,7 +13304,7 @@ nobias29:
 	ADDQ         $0x00000040, R8
 	JMP          scalentloop
 
-offset27:
+offset28:
 	VMOVUPS (SI)(R8*4), Z22
 	VADDPS  Z0, Z22, Z22
 	VMULPS  Z22, Z3, Z3
@@ -13227,7 +13317,7 @@ offset27:
 	VMOVUPS 192(SI)(R8*4), Z22
 	VADDPS  Z0, Z22, Z22
 	VMULPS  Z22, Z6, Z6
-	JMP     weighed28
+	JMP     weighed29
 
 scaletail:
 	ADDQ $0x00000030, R9
@@ -13239,24 +13329,24 @@ scaleone:
 	VSUBPS    Z1, Z3, Z3
 	VMULPS    Z2, Z3, Z3
 	TESTL     $0x00000008, job_flags+0(AX)
-	JZ        notrn30
+	JZ        notrn31
 	VCVTPS2PH $0x00, Z3, Y3
 	VCVTPH2PS Y3, Z3
 
-notrn30:
+notrn31:
 	TESTQ   SI, SI
-	JZ      noweight31
+	JZ      noweight32
 	VMOVUPS (SI)(R8*4), Z4
 	VADDPS  Z0, Z4, Z4
 	VMULPS  Z4, Z3, Z3
 
-noweight31:
+noweight32:
 	MOVQ   job_bias+0(AX), R10
 	TESTQ  R10, R10
-	JZ     nobias32
+	JZ     nobias33
 	VADDPS (R10)(R8*4), Z3, Z3
 
-nobias32:
+nobias33:
 	VCVTPS2PH $0x00, Z3, (CX)(R8*2)
 	ADDQ      $0x00000010, R8
 	JMP       scaleone
@@ -13274,25 +13364,25 @@ partout:
 	VSUBPS    Z1, Z3, Z3
 	VMULPS    Z3, Z2, Z3
 	TESTL     $0x00000008, job_flags+0(AX)
-	JZ        notrn33
+	JZ        notrn34
 	VCVTPS2PH $0x00, Z3, Y3
 	VCVTPH2PS Y3, Z3
 
-notrn33:
+notrn34:
 	TESTQ     SI, SI
-	JZ        noweight34
+	JZ        noweight35
 	VMOVUPS.Z (SI)(R8*4), K1, Z4
 	VADDPS    Z0, Z4, Z4
 	VMULPS    Z4, Z3, Z3
 
-noweight34:
+noweight35:
 	MOVQ      job_bias+0(AX), R11
 	TESTQ     R11, R11
-	JZ        nobias35
+	JZ        nobias36
 	VMOVUPS.Z (R11)(R8*4), K1, Z4
 	VADDPS    Z4, Z3, Z3
 
-nobias35:
+nobias36:
 	VCVTPS2PH $0x00, Z3, K1, (CX)(R8*2)
 	ADDQ      R10, R8
 	CMPQ      R8, job_d+0(AX)
@@ -21984,8 +22074,15 @@ scalentgo:
 	SHLQ $0x03, R10
 
 longrows23:
-	ADDQ DX, R10
-	MOVL job_flags+0(AX), R11
+	MOVQ  BX, R12
+	ADDQ  R10, R12
+	XORL  R11, R11
+	TESTL $0x00000400, job_flags+0(AX)
+	SETNE R11
+	NEGQ  R11
+	ANDQ  R11, R12
+	ADDQ  DX, R10
+	MOVL  job_flags+0(AX), R11
 
 	PCALIGN $32
 scalentloop:
@@ -21993,20 +22090,26 @@ scalentloop:
 	JG         scaletail
 	PREFETCHT0 (R10)(R8*4)
 	PREFETCHT0 64(R10)(R8*4)
-	VMULPS     (DX)(R8*4), Y8, Y0
-	VMULPS     32(DX)(R8*4), Y8, Y1
-	VMULPS     64(DX)(R8*4), Y8, Y2
-	VMULPS     96(DX)(R8*4), Y8, Y3
-	TESTQ      SI, SI
-	JZ         weighed25
-	TESTL      $0x00000010, R11
-	JNZ        offset24
-	VMULPS     (SI)(R8*4), Y0, Y0
-	VMULPS     32(SI)(R8*4), Y1, Y1
-	VMULPS     64(SI)(R8*4), Y2, Y2
-	VMULPS     96(SI)(R8*4), Y3, Y3
+	TESTQ      R12, R12
+	JZ         noadd24
+	PREFETCHT0 (R12)(R8*4)
+	PREFETCHT0 64(R12)(R8*4)
 
-weighed25:
+noadd24:
+	VMULPS (DX)(R8*4), Y8, Y0
+	VMULPS 32(DX)(R8*4), Y8, Y1
+	VMULPS 64(DX)(R8*4), Y8, Y2
+	VMULPS 96(DX)(R8*4), Y8, Y3
+	TESTQ  SI, SI
+	JZ     weighed26
+	TESTL  $0x00000010, R11
+	JNZ    offset25
+	VMULPS (SI)(R8*4), Y0, Y0
+	VMULPS 32(SI)(R8*4), Y1, Y1
+	VMULPS 64(SI)(R8*4), Y2, Y2
+	VMULPS 96(SI)(R8*4), Y3, Y3
+
+weighed26:
 	VMOVNTPS Y0, (CX)(R8*4)
 	VMOVNTPS Y1, 32(CX)(R8*4)
 	VMOVNTPS Y2, 64(CX)(R8*4)
@@ -22014,7 +22117,7 @@ weighed25:
 	ADDQ     $0x00000020, R8
 	JMP      scalentloop
 
-offset24:
+offset25:
 	VMOVUPS (SI)(R8*4), Y4
 	VADDPS  Y9, Y4, Y4
 	VMULPS  Y4, Y0, Y0
@@ -22027,7 +22130,7 @@ offset24:
 	VMOVUPS 96(SI)(R8*4), Y4
 	VADDPS  Y9, Y4, Y4
 	VMULPS  Y4, Y3, Y3
-	JMP     weighed25
+	JMP     weighed26
 
 scaletail:
 	ADDQ $0x00000018, R9
@@ -22037,12 +22140,12 @@ scaleone:
 	JG      scalepart
 	VMULPS  (DX)(R8*4), Y8, Y0
 	TESTQ   SI, SI
-	JZ      noweight26
+	JZ      noweight27
 	VMOVUPS (SI)(R8*4), Y1
 	VADDPS  Y9, Y1, Y1
 	VMULPS  Y1, Y0, Y0
 
-noweight26:
+noweight27:
 	VMOVUPS Y0, (CX)(R8*4)
 	ADDQ    $0x00000008, R8
 	JMP     scaleone
@@ -22060,64 +22163,64 @@ partout:
 	XORQ R13, R13
 	SUBQ $0x00000008, R14
 
-copyvec27:
+copyvec28:
 	CMPQ    R13, R14
-	JG      copyone28
+	JG      copyone29
 	VMOVUPS (R11)(R13*4), Y0
 	VMOVUPS Y0, (R12)(R13*4)
 	ADDQ    $0x00000008, R13
-	JMP     copyvec27
+	JMP     copyvec28
 
-copyone28:
+copyone29:
 	ADDQ $0x00000008, R14
 
-copyloop30:
+copyloop31:
 	CMPQ R13, R14
-	JGE  copied29
+	JGE  copied30
 	MOVL (R11)(R13*4), R15
 	MOVL R15, (R12)(R13*4)
 	INCQ R13
-	JMP  copyloop30
+	JMP  copyloop31
 
-copied29:
+copied30:
 	TESTQ SI, SI
-	JZ    nowcopy31
+	JZ    nowcopy32
 	LEAQ  (SI)(R8*4), R11
 	LEAQ  160(SP), R12
 	MOVQ  R10, R14
 	XORQ  R13, R13
 	SUBQ  $0x00000008, R14
 
-copyvec32:
+copyvec33:
 	CMPQ    R13, R14
-	JG      copyone33
+	JG      copyone34
 	VMOVUPS (R11)(R13*4), Y0
 	VMOVUPS Y0, (R12)(R13*4)
 	ADDQ    $0x00000008, R13
-	JMP     copyvec32
+	JMP     copyvec33
 
-copyone33:
+copyone34:
 	ADDQ $0x00000008, R14
 
-copyloop35:
+copyloop36:
 	CMPQ R13, R14
-	JGE  copied34
+	JGE  copied35
 	MOVL (R11)(R13*4), R15
 	MOVL R15, (R12)(R13*4)
 	INCQ R13
-	JMP  copyloop35
+	JMP  copyloop36
 
-copied34:
-nowcopy31:
+copied35:
+nowcopy32:
 	VMOVUPS 128(SP), Y0
 	VMULPS  Y0, Y8, Y0
 	TESTQ   SI, SI
-	JZ      noweight36
+	JZ      noweight37
 	VMOVUPS 160(SP), Y1
 	VADDPS  Y9, Y1, Y1
 	VMULPS  Y1, Y0, Y0
 
-noweight36:
+noweight37:
 	VMOVUPS Y0, 192(SP)
 	LEAQ    192(SP), R12
 	LEAQ    (CX)(R8*4), R11
@@ -22125,26 +22228,26 @@ noweight36:
 	XORQ    R13, R13
 	SUBQ    $0x00000008, R14
 
-copyvec37:
+copyvec38:
 	CMPQ    R13, R14
-	JG      copyone38
+	JG      copyone39
 	VMOVUPS (R12)(R13*4), Y0
 	VMOVUPS Y0, (R11)(R13*4)
 	ADDQ    $0x00000008, R13
-	JMP     copyvec37
+	JMP     copyvec38
 
-copyone38:
+copyone39:
 	ADDQ $0x00000008, R14
 
-copyloop40:
+copyloop41:
 	CMPQ R13, R14
-	JGE  copied39
+	JGE  copied40
 	MOVL (R12)(R13*4), R15
 	MOVL R15, (R11)(R13*4)
 	INCQ R13
-	JMP  copyloop40
+	JMP  copyloop41
 
-copied39:
+copied40:
 	ADDQ R10, R8
 	CMPQ R8, job_d+0(AX)
 	JB   scalentgo
@@ -26459,6 +26562,13 @@ scalentgo:
 	SHLQ $0x03, R10
 
 longrows59:
+	MOVQ    BX, R12
+	ADDQ    R10, R12
+	XORL    R11, R11
+	TESTL   $0x00000400, job_flags+0(AX)
+	SETNE   R11
+	NEGQ    R11
+	ANDQ    R11, R12
 	ADDQ    DX, R10
 	MOVL    job_flags+0(AX), R11
 	VMOVDQU avx2bfkept<>+0(SB), Y2
@@ -26470,47 +26580,53 @@ scalentloopiter60:
 	JG         scaletail
 	PREFETCHT0 (R10)(R8*4)
 	PREFETCHT0 64(R10)(R8*4)
-	VMULPS     (DX)(R8*4), Y1, Y5
-	VMULPS     32(DX)(R8*4), Y1, Y6
-	VMULPS     64(DX)(R8*4), Y1, Y7
-	VMULPS     96(DX)(R8*4), Y1, Y8
-	TESTL      $0x00000008, job_flags+0(AX)
-	JZ         notrn61
-	VPAND      Y2, Y5, Y9
-	VPCMPEQD   Y2, Y9, Y9
-	VPSUBD     Y9, Y5, Y9
-	VPADDD     Y3, Y9, Y9
-	VPAND      Y4, Y9, Y5
-	VPAND      Y2, Y6, Y9
-	VPCMPEQD   Y2, Y9, Y9
-	VPSUBD     Y9, Y6, Y9
-	VPADDD     Y3, Y9, Y9
-	VPAND      Y4, Y9, Y6
-	VPAND      Y2, Y7, Y9
-	VPCMPEQD   Y2, Y9, Y9
-	VPSUBD     Y9, Y7, Y9
-	VPADDD     Y3, Y9, Y9
-	VPAND      Y4, Y9, Y7
-	VPAND      Y2, Y8, Y9
-	VPCMPEQD   Y2, Y9, Y9
-	VPSUBD     Y9, Y8, Y9
-	VPADDD     Y3, Y9, Y9
-	VPAND      Y4, Y9, Y8
+	TESTQ      R12, R12
+	JZ         noadd61
+	PREFETCHT0 (R12)(R8*4)
+	PREFETCHT0 64(R12)(R8*4)
 
-notrn61:
+noadd61:
+	VMULPS   (DX)(R8*4), Y1, Y5
+	VMULPS   32(DX)(R8*4), Y1, Y6
+	VMULPS   64(DX)(R8*4), Y1, Y7
+	VMULPS   96(DX)(R8*4), Y1, Y8
+	TESTL    $0x00000008, job_flags+0(AX)
+	JZ       notrn62
+	VPAND    Y2, Y5, Y9
+	VPCMPEQD Y2, Y9, Y9
+	VPSUBD   Y9, Y5, Y9
+	VPADDD   Y3, Y9, Y9
+	VPAND    Y4, Y9, Y5
+	VPAND    Y2, Y6, Y9
+	VPCMPEQD Y2, Y9, Y9
+	VPSUBD   Y9, Y6, Y9
+	VPADDD   Y3, Y9, Y9
+	VPAND    Y4, Y9, Y6
+	VPAND    Y2, Y7, Y9
+	VPCMPEQD Y2, Y9, Y9
+	VPSUBD   Y9, Y7, Y9
+	VPADDD   Y3, Y9, Y9
+	VPAND    Y4, Y9, Y7
+	VPAND    Y2, Y8, Y9
+	VPCMPEQD Y2, Y9, Y9
+	VPSUBD   Y9, Y8, Y9
+	VPADDD   Y3, Y9, Y9
+	VPAND    Y4, Y9, Y8
+
+notrn62:
 	TESTQ  SI, SI
-	JZ     weighed63
+	JZ     weighed64
 	TESTL  $0x00000010, R11
-	JNZ    offset62
+	JNZ    offset63
 	VMULPS (SI)(R8*4), Y5, Y5
 	VMULPS 32(SI)(R8*4), Y6, Y6
 	VMULPS 64(SI)(R8*4), Y7, Y7
 	VMULPS 96(SI)(R8*4), Y8, Y8
 
-weighed63:
+weighed64:
 	VCMPPS    $0x03, Y6, Y5, Y9
 	VPTEST    Y9, Y9
-	JNZ       bf16nan64
+	JNZ       bf16nan65
 	VPAND     Y2, Y5, Y9
 	VPCMPEQD  Y2, Y9, Y9
 	VPSUBD    Y9, Y5, Y9
@@ -26523,12 +26639,12 @@ weighed63:
 	VPSRLD    $0x10, Y5, Y5
 	VPACKUSDW Y5, Y9, Y9
 
-bf16packed65:
+bf16packed66:
 	VPERMQ    $0xd8, Y9, Y9
 	VMOVNTDQ  Y9, (CX)(R8*2)
 	VCMPPS    $0x03, Y8, Y7, Y5
 	VPTEST    Y5, Y5
-	JNZ       bf16nan66
+	JNZ       bf16nan67
 	VPAND     Y2, Y7, Y5
 	VPCMPEQD  Y2, Y5, Y5
 	VPSUBD    Y5, Y7, Y5
@@ -26541,13 +26657,13 @@ bf16packed65:
 	VPSRLD    $0x10, Y6, Y6
 	VPACKUSDW Y6, Y5, Y5
 
-bf16packed67:
+bf16packed68:
 	VPERMQ   $0xd8, Y5, Y5
 	VMOVNTDQ Y5, 32(CX)(R8*2)
 	ADDQ     $0x00000020, R8
 	JMP      scalentloopiter60
 
-offset62:
+offset63:
 	VMOVUPS (SI)(R8*4), Y9
 	VADDPS  Y0, Y9, Y9
 	VMULPS  Y9, Y5, Y5
@@ -26560,7 +26676,7 @@ offset62:
 	VMOVUPS 96(SI)(R8*4), Y9
 	VADDPS  Y0, Y9, Y9
 	VMULPS  Y9, Y8, Y8
-	JMP     weighed63
+	JMP     weighed64
 
 scaletail:
 	ADDQ $0x00000018, R9
@@ -26570,7 +26686,7 @@ scaleone:
 	JG        scalepart
 	VMULPS    (DX)(R8*4), Y1, Y2
 	TESTL     $0x00000008, job_flags+0(AX)
-	JZ        notrn68
+	JZ        notrn69
 	VPAND     avx2bfkept<>+0(SB), Y2, Y3
 	VPCMPEQD  avx2bfkept<>+0(SB), Y3, Y3
 	VPSUBD    Y3, Y2, Y3
@@ -26579,14 +26695,14 @@ scaleone:
 	VCMPPS    $0x03, Y2, Y2, Y2
 	VBLENDVPS Y2, avx2bfnanhigh<>+0(SB), Y3, Y2
 
-notrn68:
+notrn69:
 	TESTQ   SI, SI
-	JZ      noweight69
+	JZ      noweight70
 	VMOVUPS (SI)(R8*4), Y3
 	VADDPS  Y0, Y3, Y3
 	VMULPS  Y3, Y2, Y2
 
-noweight69:
+noweight70:
 	VPAND        avx2bfkept<>+0(SB), Y2, Y3
 	VPCMPEQD     avx2bfkept<>+0(SB), Y3, Y3
 	VPSUBD       Y3, Y2, Y3
@@ -26613,59 +26729,59 @@ partout:
 	XORQ R13, R13
 	SUBQ $0x00000008, R14
 
-copyvec70:
+copyvec71:
 	CMPQ    R13, R14
-	JG      copyone71
+	JG      copyone72
 	VMOVUPS (R11)(R13*4), Y2
 	VMOVUPS Y2, (R12)(R13*4)
 	ADDQ    $0x00000008, R13
-	JMP     copyvec70
+	JMP     copyvec71
 
-copyone71:
+copyone72:
 	ADDQ $0x00000008, R14
 
-copyloop73:
+copyloop74:
 	CMPQ R13, R14
-	JGE  copied72
+	JGE  copied73
 	MOVL (R11)(R13*4), R15
 	MOVL R15, (R12)(R13*4)
 	INCQ R13
-	JMP  copyloop73
+	JMP  copyloop74
 
-copied72:
+copied73:
 	TESTQ SI, SI
-	JZ    nowcopy74
+	JZ    nowcopy75
 	LEAQ  (SI)(R8*4), R11
 	LEAQ  160(SP), R12
 	MOVQ  R10, R14
 	XORQ  R13, R13
 	SUBQ  $0x00000008, R14
 
-copyvec75:
+copyvec76:
 	CMPQ    R13, R14
-	JG      copyone76
+	JG      copyone77
 	VMOVUPS (R11)(R13*4), Y2
 	VMOVUPS Y2, (R12)(R13*4)
 	ADDQ    $0x00000008, R13
-	JMP     copyvec75
+	JMP     copyvec76
 
-copyone76:
+copyone77:
 	ADDQ $0x00000008, R14
 
-copyloop78:
+copyloop79:
 	CMPQ R13, R14
-	JGE  copied77
+	JGE  copied78
 	MOVL (R11)(R13*4), R15
 	MOVL R15, (R12)(R13*4)
 	INCQ R13
-	JMP  copyloop78
+	JMP  copyloop79
 
-copied77:
-nowcopy74:
+copied78:
+nowcopy75:
 	VMOVUPS   128(SP), Y2
 	VMULPS    Y2, Y1, Y2
 	TESTL     $0x00000008, job_flags+0(AX)
-	JZ        notrn79
+	JZ        notrn80
 	VPAND     avx2bfkept<>+0(SB), Y2, Y3
 	VPCMPEQD  avx2bfkept<>+0(SB), Y3, Y3
 	VPSUBD    Y3, Y2, Y3
@@ -26674,14 +26790,14 @@ nowcopy74:
 	VCMPPS    $0x03, Y2, Y2, Y2
 	VBLENDVPS Y2, avx2bfnanhigh<>+0(SB), Y3, Y2
 
-notrn79:
+notrn80:
 	TESTQ   SI, SI
-	JZ      noweight80
+	JZ      noweight81
 	VMOVUPS 160(SP), Y3
 	VADDPS  Y0, Y3, Y3
 	VMULPS  Y3, Y2, Y2
 
-noweight80:
+noweight81:
 	VPAND        avx2bfkept<>+0(SB), Y2, Y3
 	VPCMPEQD     avx2bfkept<>+0(SB), Y3, Y3
 	VPSUBD       Y3, Y2, Y3
@@ -26698,26 +26814,26 @@ noweight80:
 	XORQ         R13, R13
 	SUBQ         $0x00000010, R14
 
-copyvec81:
+copyvec82:
 	CMPQ    R13, R14
-	JG      copyone82
+	JG      copyone83
 	VMOVUPS (R12)(R13*2), Y2
 	VMOVUPS Y2, (R11)(R13*2)
 	ADDQ    $0x00000010, R13
-	JMP     copyvec81
+	JMP     copyvec82
 
-copyone82:
+copyone83:
 	ADDQ $0x00000010, R14
 
-copyloop84:
+copyloop85:
 	CMPQ R13, R14
-	JGE  copied83
+	JGE  copied84
 	MOVW (R12)(R13*2), R15
 	MOVW R15, (R11)(R13*2)
 	INCQ R13
-	JMP  copyloop84
+	JMP  copyloop85
 
-copied83:
+copied84:
 	ADDQ R10, R8
 	CMPQ R8, job_d+0(AX)
 	JB   scalentgo
@@ -27051,7 +27167,7 @@ bf16nan55:
 	VPACKUSDW Y5, Y4, Y4
 	JMP       bf16packed56
 
-bf16nan64:
+bf16nan65:
 	VPAND     avx2bfkept<>+0(SB), Y5, Y9
 	VPCMPEQD  avx2bfkept<>+0(SB), Y9, Y9
 	VPSUBD    Y9, Y5, Y9
@@ -27067,9 +27183,9 @@ bf16nan64:
 	VCMPPS    $0x03, Y6, Y6, Y6
 	VBLENDVPS Y6, avx2bfnanlow<>+0(SB), Y5, Y5
 	VPACKUSDW Y5, Y9, Y9
-	JMP       bf16packed65
+	JMP       bf16packed66
 
-bf16nan66:
+bf16nan67:
 	VPAND     avx2bfkept<>+0(SB), Y7, Y5
 	VPCMPEQD  avx2bfkept<>+0(SB), Y5, Y5
 	VPSUBD    Y5, Y7, Y5
@@ -27085,7 +27201,7 @@ bf16nan66:
 	VCMPPS    $0x03, Y8, Y8, Y7
 	VBLENDVPS Y7, avx2bfnanlow<>+0(SB), Y6, Y6
 	VPACKUSDW Y6, Y5, Y5
-	JMP       bf16packed67
+	JMP       bf16packed68
 
 // func avx2ForwardToF16(j uintptr, from int, to int) int
 // Requires: AVX, AVX2, F16C, MMX+
@@ -28203,8 +28319,15 @@ scalentgo:
 	SHLQ $0x03, R10
 
 longrows29:
-	ADDQ DX, R10
-	MOVL job_flags+0(AX), R11
+	MOVQ  BX, R12
+	ADDQ  R10, R12
+	XORL  R11, R11
+	TESTL $0x00000400, job_flags+0(AX)
+	SETNE R11
+	NEGQ  R11
+	ANDQ  R11, R12
+	ADDQ  DX, R10
+	MOVL  job_flags+0(AX), R11
 
 	PCALIGN $32
 scalentloop:
@@ -28212,32 +28335,38 @@ scalentloop:
 	JG         scaletail
 	PREFETCHT0 (R10)(R8*4)
 	PREFETCHT0 64(R10)(R8*4)
-	VMULPS     (DX)(R8*4), Y8, Y0
-	VMULPS     32(DX)(R8*4), Y8, Y1
-	VMULPS     64(DX)(R8*4), Y8, Y2
-	VMULPS     96(DX)(R8*4), Y8, Y3
-	TESTL      $0x00000008, job_flags+0(AX)
-	JZ         notrn30
-	VCVTPS2PH  $0x00, Y0, X0
-	VCVTPH2PS  X0, Y0
-	VCVTPS2PH  $0x00, Y1, X1
-	VCVTPH2PS  X1, Y1
-	VCVTPS2PH  $0x00, Y2, X2
-	VCVTPH2PS  X2, Y2
-	VCVTPS2PH  $0x00, Y3, X3
-	VCVTPH2PS  X3, Y3
+	TESTQ      R12, R12
+	JZ         noadd30
+	PREFETCHT0 (R12)(R8*4)
+	PREFETCHT0 64(R12)(R8*4)
 
-notrn30:
+noadd30:
+	VMULPS    (DX)(R8*4), Y8, Y0
+	VMULPS    32(DX)(R8*4), Y8, Y1
+	VMULPS    64(DX)(R8*4), Y8, Y2
+	VMULPS    96(DX)(R8*4), Y8, Y3
+	TESTL     $0x00000008, job_flags+0(AX)
+	JZ        notrn31
+	VCVTPS2PH $0x00, Y0, X0
+	VCVTPH2PS X0, Y0
+	VCVTPS2PH $0x00, Y1, X1
+	VCVTPH2PS X1, Y1
+	VCVTPS2PH $0x00, Y2, X2
+	VCVTPH2PS X2, Y2
+	VCVTPS2PH $0x00, Y3, X3
+	VCVTPH2PS X3, Y3
+
+notrn31:
 	TESTQ  SI, SI
-	JZ     weighed32
+	JZ     weighed33
 	TESTL  $0x00000010, R11
-	JNZ    offset31
+	JNZ    offset32
 	VMULPS (SI)(R8*4), Y0, Y0
 	VMULPS 32(SI)(R8*4), Y1, Y1
 	VMULPS 64(SI)(R8*4), Y2, Y2
 	VMULPS 96(SI)(R8*4), Y3, Y3
 
-weighed32:
+weighed33:
 	VCVTPS2PH   $0x00, Y0, X0
 	VCVTPS2PH   $0x00, Y1, X1
 	VINSERTI128 $0x01, X1, Y0, Y0
@@ -28249,7 +28378,7 @@ weighed32:
 	ADDQ        $0x00000020, R8
 	JMP         scalentloop
 
-offset31:
+offset32:
 	VMOVUPS (SI)(R8*4), Y4
 	VADDPS  Y9, Y4, Y4
 	VMULPS  Y4, Y0, Y0
@@ -28262,7 +28391,7 @@ offset31:
 	VMOVUPS 96(SI)(R8*4), Y4
 	VADDPS  Y9, Y4, Y4
 	VMULPS  Y4, Y3, Y3
-	JMP     weighed32
+	JMP     weighed33
 
 scaletail:
 	ADDQ $0x00000018, R9
@@ -28272,18 +28401,18 @@ scaleone:
 	JG        scalepart
 	VMULPS    (DX)(R8*4), Y8, Y0
 	TESTL     $0x00000008, job_flags+0(AX)
-	JZ        notrn33
+	JZ        notrn34
 	VCVTPS2PH $0x00, Y0, X0
 	VCVTPH2PS X0, Y0
 
-notrn33:
+notrn34:
 	TESTQ   SI, SI
-	JZ      noweight34
+	JZ      noweight35
 	VMOVUPS (SI)(R8*4), Y1
 	VADDPS  Y9, Y1, Y1
 	VMULPS  Y1, Y0, Y0
 
-noweight34:
+noweight35:
 	VCVTPS2PH $0x00, Y0, (CX)(R8*2)
 	ADDQ      $0x00000008, R8
 	JMP       scaleone
@@ -28301,70 +28430,70 @@ partout:
 	XORQ R13, R13
 	SUBQ $0x00000008, R14
 
-copyvec35:
+copyvec36:
 	CMPQ    R13, R14
-	JG      copyone36
+	JG      copyone37
 	VMOVUPS (R11)(R13*4), Y0
 	VMOVUPS Y0, (R12)(R13*4)
 	ADDQ    $0x00000008, R13
-	JMP     copyvec35
+	JMP     copyvec36
 
-copyone36:
+copyone37:
 	ADDQ $0x00000008, R14
 
-copyloop38:
+copyloop39:
 	CMPQ R13, R14
-	JGE  copied37
+	JGE  copied38
 	MOVL (R11)(R13*4), R15
 	MOVL R15, (R12)(R13*4)
 	INCQ R13
-	JMP  copyloop38
+	JMP  copyloop39
 
-copied37:
+copied38:
 	TESTQ SI, SI
-	JZ    nowcopy39
+	JZ    nowcopy40
 	LEAQ  (SI)(R8*4), R11
 	LEAQ  160(SP), R12
 	MOVQ  R10, R14
 	XORQ  R13, R13
 	SUBQ  $0x00000008, R14
 
-copyvec40:
+copyvec41:
 	CMPQ    R13, R14
-	JG      copyone41
+	JG      copyone42
 	VMOVUPS (R11)(R13*4), Y0
 	VMOVUPS Y0, (R12)(R13*4)
 	ADDQ    $0x00000008, R13
-	JMP     copyvec40
+	JMP     copyvec41
 
-copyone41:
+copyone42:
 	ADDQ $0x00000008, R14
 
-copyloop43:
+copyloop44:
 	CMPQ R13, R14
-	JGE  copied42
+	JGE  copied43
 	MOVL (R11)(R13*4), R15
 	MOVL R15, (R12)(R13*4)
 	INCQ R13
-	JMP  copyloop43
+	JMP  copyloop44
 
-copied42:
-nowcopy39:
+copied43:
+nowcopy40:
 	VMOVUPS   128(SP), Y0
 	VMULPS    Y0, Y8, Y0
 	TESTL     $0x00000008, job_flags+0(AX)
-	JZ        notrn44
+	JZ        notrn45
 	VCVTPS2PH $0x00, Y0, X0
 	VCVTPH2PS X0, Y0
 
-notrn44:
+notrn45:
 	TESTQ   SI, SI
-	JZ      noweight45
+	JZ      noweight46
 	VMOVUPS 160(SP), Y1
 	VADDPS  Y9, Y1, Y1
 	VMULPS  Y1, Y0, Y0
 
-noweight45:
+noweight46:
 	VCVTPS2PH $0x00, Y0, 192(SP)
 	LEAQ      192(SP), R12
 	LEAQ      (CX)(R8*2), R11
@@ -28372,26 +28501,26 @@ noweight45:
 	XORQ      R13, R13
 	SUBQ      $0x00000010, R14
 
-copyvec46:
+copyvec47:
 	CMPQ    R13, R14
-	JG      copyone47
+	JG      copyone48
 	VMOVUPS (R12)(R13*2), Y0
 	VMOVUPS Y0, (R11)(R13*2)
 	ADDQ    $0x00000010, R13
-	JMP     copyvec46
+	JMP     copyvec47
 
-copyone47:
+copyone48:
 	ADDQ $0x00000010, R14
 
-copyloop49:
+copyloop50:
 	CMPQ R13, R14
-	JGE  copied48
+	JGE  copied49
 	MOVW (R12)(R13*2), R15
 	MOVW R15, (R11)(R13*2)
 	INCQ R13
-	JMP  copyloop49
+	JMP  copyloop50
 
-copied48:
+copied49:
 	ADDQ R10, R8
 	CMPQ R8, job_d+0(AX)
 	JB   scalentgo
@@ -30149,8 +30278,15 @@ scalentgo:
 	SHLQ $0x03, R10
 
 longrows39:
-	ADDQ DX, R10
-	MOVL job_flags+0(AX), R11
+	MOVQ  BX, R12
+	ADDQ  R10, R12
+	XORL  R11, R11
+	TESTL $0x00000400, job_flags+0(AX)
+	SETNE R11
+	NEGQ  R11
+	ANDQ  R11, R12
+	ADDQ  DX, R10
+	MOVL  job_flags+0(AX), R11
 
 	PCALIGN $32
 scalentloop:
@@ -30158,37 +30294,43 @@ scalentloop:
 	JG         scaletail
 	PREFETCHT0 (R10)(R8*4)
 	PREFETCHT0 64(R10)(R8*4)
-	VMOVUPS    (DX)(R8*4), Y0
-	VSUBPS     Y1, Y0, Y0
-	VMULPS     Y9, Y0, Y0
-	VMOVUPS    32(DX)(R8*4), Y2
-	VSUBPS     Y1, Y2, Y2
-	VMULPS     Y9, Y2, Y2
-	VMOVUPS    64(DX)(R8*4), Y3
-	VSUBPS     Y1, Y3, Y3
-	VMULPS     Y9, Y3, Y3
-	VMOVUPS    96(DX)(R8*4), Y4
-	VSUBPS     Y1, Y4, Y4
-	VMULPS     Y9, Y4, Y4
-	TESTQ      SI, SI
-	JZ         weighed41
-	TESTL      $0x00000010, R11
-	JNZ        offset40
-	VMULPS     (SI)(R8*4), Y0, Y0
-	VMULPS     32(SI)(R8*4), Y2, Y2
-	VMULPS     64(SI)(R8*4), Y3, Y3
-	VMULPS     96(SI)(R8*4), Y4, Y4
+	TESTQ      R12, R12
+	JZ         noadd40
+	PREFETCHT0 (R12)(R8*4)
+	PREFETCHT0 64(R12)(R8*4)
 
-weighed41:
-	MOVQ   job_bias+0(AX), R12
-	TESTQ  R12, R12
-	JZ     nobias42
-	VADDPS (R12)(R8*4), Y0, Y0
-	VADDPS 32(R12)(R8*4), Y2, Y2
-	VADDPS 64(R12)(R8*4), Y3, Y3
-	VADDPS 96(R12)(R8*4), Y4, Y4
+noadd40:
+	VMOVUPS (DX)(R8*4), Y0
+	VSUBPS  Y1, Y0, Y0
+	VMULPS  Y9, Y0, Y0
+	VMOVUPS 32(DX)(R8*4), Y2
+	VSUBPS  Y1, Y2, Y2
+	VMULPS  Y9, Y2, Y2
+	VMOVUPS 64(DX)(R8*4), Y3
+	VSUBPS  Y1, Y3, Y3
+	VMULPS  Y9, Y3, Y3
+	VMOVUPS 96(DX)(R8*4), Y4
+	VSUBPS  Y1, Y4, Y4
+	VMULPS  Y9, Y4, Y4
+	TESTQ   SI, SI
+	JZ      weighed42
+	TESTL   $0x00000010, R11
+	JNZ     offset41
+	VMULPS  (SI)(R8*4), Y0, Y0
+	VMULPS  32(SI)(R8*4), Y2, Y2
+	VMULPS  64(SI)(R8*4), Y3, Y3
+	VMULPS  96(SI)(R8*4), Y4, Y4
 
-nobias42:
+weighed42:
+	MOVQ   job_bias+0(AX), R13
+	TESTQ  R13, R13
+	JZ     nobias43
+	VADDPS (R13)(R8*4), Y0, Y0
+	VADDPS 32(R13)(R8*4), Y2, Y2
+	VADDPS 64(R13)(R8*4), Y3, Y3
+	VADDPS 96(R13)(R8*4), Y4, Y4
+
+nobias43:
 	VMOVNTPS Y0, (CX)(R8*4)
 	VMOVNTPS Y2, 32(CX)(R8*4)
 	VMOVNTPS Y3, 64(CX)(R8*4)
@@ -30196,7 +30338,7 @@ nobias42:
 	ADDQ     $0x00000020, R8
 	JMP      scalentloop
 
-offset40:
+offset41:
 	VMOVUPS (SI)(R8*4), Y5
 	VADDPS  Y10, Y5, Y5
 	VMULPS  Y5, Y0, Y0
@@ -30209,7 +30351,7 @@ offset40:
 	VMOVUPS 96(SI)(R8*4), Y5
 	VADDPS  Y10, Y5, Y5
 	VMULPS  Y5, Y4, Y4
-	JMP     weighed41
+	JMP     weighed42
 
 scaletail:
 	ADDQ $0x00000018, R9
@@ -30221,18 +30363,18 @@ scaleone:
 	VSUBPS  Y1, Y0, Y0
 	VMULPS  Y9, Y0, Y0
 	TESTQ   SI, SI
-	JZ      noweight43
+	JZ      noweight44
 	VMOVUPS (SI)(R8*4), Y2
 	VADDPS  Y10, Y2, Y2
 	VMULPS  Y2, Y0, Y0
 
-noweight43:
+noweight44:
 	MOVQ   job_bias+0(AX), R10
 	TESTQ  R10, R10
-	JZ     nobias44
+	JZ     nobias45
 	VADDPS (R10)(R8*4), Y0, Y0
 
-nobias44:
+nobias45:
 	VMOVUPS Y0, (CX)(R8*4)
 	ADDQ    $0x00000008, R8
 	JMP     scaleone
@@ -30250,101 +30392,101 @@ partout:
 	XORQ R13, R13
 	SUBQ $0x00000008, R14
 
-copyvec45:
+copyvec46:
 	CMPQ    R13, R14
-	JG      copyone46
+	JG      copyone47
 	VMOVUPS (R11)(R13*4), Y0
 	VMOVUPS Y0, (R12)(R13*4)
 	ADDQ    $0x00000008, R13
-	JMP     copyvec45
+	JMP     copyvec46
 
-copyone46:
+copyone47:
 	ADDQ $0x00000008, R14
 
-copyloop48:
+copyloop49:
 	CMPQ R13, R14
-	JGE  copied47
+	JGE  copied48
 	MOVL (R11)(R13*4), R15
 	MOVL R15, (R12)(R13*4)
 	INCQ R13
-	JMP  copyloop48
+	JMP  copyloop49
 
-copied47:
+copied48:
 	TESTQ SI, SI
-	JZ    nowcopy49
+	JZ    nowcopy50
 	LEAQ  (SI)(R8*4), R11
 	LEAQ  160(SP), R12
 	MOVQ  R10, R14
 	XORQ  R13, R13
 	SUBQ  $0x00000008, R14
 
-copyvec50:
+copyvec51:
 	CMPQ    R13, R14
-	JG      copyone51
+	JG      copyone52
 	VMOVUPS (R11)(R13*4), Y0
 	VMOVUPS Y0, (R12)(R13*4)
 	ADDQ    $0x00000008, R13
-	JMP     copyvec50
+	JMP     copyvec51
 
-copyone51:
+copyone52:
 	ADDQ $0x00000008, R14
 
-copyloop53:
+copyloop54:
 	CMPQ R13, R14
-	JGE  copied52
+	JGE  copied53
 	MOVL (R11)(R13*4), R15
 	MOVL R15, (R12)(R13*4)
 	INCQ R13
-	JMP  copyloop53
+	JMP  copyloop54
 
-copied52:
-nowcopy49:
+copied53:
+nowcopy50:
 	MOVQ  job_bias+0(AX), R11
 	TESTQ R11, R11
-	JZ    nobiascopy54
+	JZ    nobiascopy55
 	LEAQ  (R11)(R8*4), R11
 	LEAQ  224(SP), R12
 	MOVQ  R10, R14
 	XORQ  R13, R13
 	SUBQ  $0x00000008, R14
 
-copyvec55:
+copyvec56:
 	CMPQ    R13, R14
-	JG      copyone56
+	JG      copyone57
 	VMOVUPS (R11)(R13*4), Y0
 	VMOVUPS Y0, (R12)(R13*4)
 	ADDQ    $0x00000008, R13
-	JMP     copyvec55
+	JMP     copyvec56
 
-copyone56:
+copyone57:
 	ADDQ $0x00000008, R14
 
-copyloop58:
+copyloop59:
 	CMPQ R13, R14
-	JGE  copied57
+	JGE  copied58
 	MOVL (R11)(R13*4), R15
 	MOVL R15, (R12)(R13*4)
 	INCQ R13
-	JMP  copyloop58
+	JMP  copyloop59
 
-copied57:
-nobiascopy54:
+copied58:
+nobiascopy55:
 	VMOVUPS 128(SP), Y0
 	VSUBPS  Y1, Y0, Y0
 	VMULPS  Y0, Y9, Y0
 	TESTQ   SI, SI
-	JZ      noweight59
+	JZ      noweight60
 	VMOVUPS 160(SP), Y2
 	VADDPS  Y10, Y2, Y2
 	VMULPS  Y2, Y0, Y0
 
-noweight59:
+noweight60:
 	MOVQ   job_bias+0(AX), R11
 	TESTQ  R11, R11
-	JZ     nobias60
+	JZ     nobias61
 	VADDPS 224(SP), Y0, Y0
 
-nobias60:
+nobias61:
 	VMOVUPS Y0, 192(SP)
 	LEAQ    192(SP), R12
 	LEAQ    (CX)(R8*4), R11
@@ -30352,26 +30494,26 @@ nobias60:
 	XORQ    R13, R13
 	SUBQ    $0x00000008, R14
 
-copyvec61:
+copyvec62:
 	CMPQ    R13, R14
-	JG      copyone62
+	JG      copyone63
 	VMOVUPS (R12)(R13*4), Y0
 	VMOVUPS Y0, (R11)(R13*4)
 	ADDQ    $0x00000008, R13
-	JMP     copyvec61
+	JMP     copyvec62
 
-copyone62:
+copyone63:
 	ADDQ $0x00000008, R14
 
-copyloop64:
+copyloop65:
 	CMPQ R13, R14
-	JGE  copied63
+	JGE  copied64
 	MOVL (R12)(R13*4), R15
 	MOVL R15, (R11)(R13*4)
 	INCQ R13
-	JMP  copyloop64
+	JMP  copyloop65
 
-copied63:
+copied64:
 	ADDQ R10, R8
 	CMPQ R8, job_d+0(AX)
 	JB   scalentgo
@@ -36198,6 +36340,13 @@ scalentgo:
 	SHLQ $0x03, R10
 
 longrows75:
+	MOVQ    BX, R12
+	ADDQ    R10, R12
+	XORL    R11, R11
+	TESTL   $0x00000400, job_flags+0(AX)
+	SETNE   R11
+	NEGQ    R11
+	ANDQ    R11, R12
 	ADDQ    DX, R10
 	MOVL    job_flags+0(AX), R11
 	VMOVDQU avx2bfkept<>+0(SB), Y3
@@ -36209,64 +36358,70 @@ scalentloopiter76:
 	JG         scaletail
 	PREFETCHT0 (R10)(R8*4)
 	PREFETCHT0 64(R10)(R8*4)
-	VMOVUPS    (DX)(R8*4), Y6
-	VSUBPS     Y1, Y6, Y6
-	VMULPS     Y2, Y6, Y6
-	VMOVUPS    32(DX)(R8*4), Y7
-	VSUBPS     Y1, Y7, Y7
-	VMULPS     Y2, Y7, Y7
-	VMOVUPS    64(DX)(R8*4), Y8
-	VSUBPS     Y1, Y8, Y8
-	VMULPS     Y2, Y8, Y8
-	VMOVUPS    96(DX)(R8*4), Y9
-	VSUBPS     Y1, Y9, Y9
-	VMULPS     Y2, Y9, Y9
-	TESTL      $0x00000008, job_flags+0(AX)
-	JZ         notrn77
-	VPAND      Y3, Y6, Y10
-	VPCMPEQD   Y3, Y10, Y10
-	VPSUBD     Y10, Y6, Y10
-	VPADDD     Y4, Y10, Y10
-	VPAND      Y5, Y10, Y6
-	VPAND      Y3, Y7, Y10
-	VPCMPEQD   Y3, Y10, Y10
-	VPSUBD     Y10, Y7, Y10
-	VPADDD     Y4, Y10, Y10
-	VPAND      Y5, Y10, Y7
-	VPAND      Y3, Y8, Y10
-	VPCMPEQD   Y3, Y10, Y10
-	VPSUBD     Y10, Y8, Y10
-	VPADDD     Y4, Y10, Y10
-	VPAND      Y5, Y10, Y8
-	VPAND      Y3, Y9, Y10
-	VPCMPEQD   Y3, Y10, Y10
-	VPSUBD     Y10, Y9, Y10
-	VPADDD     Y4, Y10, Y10
-	VPAND      Y5, Y10, Y9
+	TESTQ      R12, R12
+	JZ         noadd77
+	PREFETCHT0 (R12)(R8*4)
+	PREFETCHT0 64(R12)(R8*4)
 
-notrn77:
+noadd77:
+	VMOVUPS  (DX)(R8*4), Y6
+	VSUBPS   Y1, Y6, Y6
+	VMULPS   Y2, Y6, Y6
+	VMOVUPS  32(DX)(R8*4), Y7
+	VSUBPS   Y1, Y7, Y7
+	VMULPS   Y2, Y7, Y7
+	VMOVUPS  64(DX)(R8*4), Y8
+	VSUBPS   Y1, Y8, Y8
+	VMULPS   Y2, Y8, Y8
+	VMOVUPS  96(DX)(R8*4), Y9
+	VSUBPS   Y1, Y9, Y9
+	VMULPS   Y2, Y9, Y9
+	TESTL    $0x00000008, job_flags+0(AX)
+	JZ       notrn78
+	VPAND    Y3, Y6, Y10
+	VPCMPEQD Y3, Y10, Y10
+	VPSUBD   Y10, Y6, Y10
+	VPADDD   Y4, Y10, Y10
+	VPAND    Y5, Y10, Y6
+	VPAND    Y3, Y7, Y10
+	VPCMPEQD Y3, Y10, Y10
+	VPSUBD   Y10, Y7, Y10
+	VPADDD   Y4, Y10, Y10
+	VPAND    Y5, Y10, Y7
+	VPAND    Y3, Y8, Y10
+	VPCMPEQD Y3, Y10, Y10
+	VPSUBD   Y10, Y8, Y10
+	VPADDD   Y4, Y10, Y10
+	VPAND    Y5, Y10, Y8
+	VPAND    Y3, Y9, Y10
+	VPCMPEQD Y3, Y10, Y10
+	VPSUBD   Y10, Y9, Y10
+	VPADDD   Y4, Y10, Y10
+	VPAND    Y5, Y10, Y9
+
+notrn78:
 	TESTQ  SI, SI
-	JZ     weighed79
+	JZ     weighed80
 	TESTL  $0x00000010, R11
-	JNZ    offset78
+	JNZ    offset79
 	VMULPS (SI)(R8*4), Y6, Y6
 	VMULPS 32(SI)(R8*4), Y7, Y7
 	VMULPS 64(SI)(R8*4), Y8, Y8
 	VMULPS 96(SI)(R8*4), Y9, Y9
 
-weighed79:
-	MOVQ   job_bias+0(AX), R12
-	TESTQ  R12, R12
-	JZ     nobias80
-	VADDPS (R12)(R8*4), Y6, Y6
-	VADDPS 32(R12)(R8*4), Y7, Y7
-	VADDPS 64(R12)(R8*4), Y8, Y8
-	VADDPS 96(R12)(R8*4), Y9, Y9
+weighed80:
+	MOVQ   job_bias+0(AX), R13
+	TESTQ  R13, R13
+	JZ     nobias81
+	VADDPS (R13)(R8*4), Y6, Y6
+	VADDPS 32(R13)(R8*4), Y7, Y7
+	VADDPS 64(R13)(R8*4), Y8, Y8
+	VADDPS 96(R13)(R8*4), Y9, Y9
 
-nobias80:
+nobias81:
 	VCMPPS    $0x03, Y7, Y6, Y10
 	VPTEST    Y10, Y10
-	JNZ       bf16nan81
+	JNZ       bf16nan82
 	VPAND     Y3, Y6, Y10
 	VPCMPEQD  Y3, Y10, Y10
 	VPSUBD    Y10, Y6, Y10
@@ -36279,12 +36434,12 @@ nobias80:
 	VPSRLD    $0x10, Y6, Y6
 	VPACKUSDW Y6, Y10, Y10
 
-bf16packed82:
+bf16packed83:
 	VPERMQ    $0xd8, Y10, Y10
 	VMOVNTDQ  Y10, (CX)(R8*2)
 	VCMPPS    $0x03, Y9, Y8, Y6
 	VPTEST    Y6, Y6
-	JNZ       bf16nan83
+	JNZ       bf16nan84
 	VPAND     Y3, Y8, Y6
 	VPCMPEQD  Y3, Y6, Y6
 	VPSUBD    Y6, Y8, Y6
@@ -36297,13 +36452,13 @@ bf16packed82:
 	VPSRLD    $0x10, Y7, Y7
 	VPACKUSDW Y7, Y6, Y6
 
-bf16packed84:
+bf16packed85:
 	VPERMQ   $0xd8, Y6, Y6
 	VMOVNTDQ Y6, 32(CX)(R8*2)
 	ADDQ     $0x00000020, R8
 	JMP      scalentloopiter76
 
-offset78:
+offset79:
 	VMOVUPS (SI)(R8*4), Y10
 	VADDPS  Y0, Y10, Y10
 	VMULPS  Y10, Y6, Y6
@@ -36316,7 +36471,7 @@ offset78:
 	VMOVUPS 96(SI)(R8*4), Y10
 	VADDPS  Y0, Y10, Y10
 	VMULPS  Y10, Y9, Y9
-	JMP     weighed79
+	JMP     weighed80
 
 scaletail:
 	ADDQ $0x00000018, R9
@@ -36328,7 +36483,7 @@ scaleone:
 	VSUBPS    Y1, Y3, Y3
 	VMULPS    Y2, Y3, Y3
 	TESTL     $0x00000008, job_flags+0(AX)
-	JZ        notrn85
+	JZ        notrn86
 	VPAND     avx2bfkept<>+0(SB), Y3, Y4
 	VPCMPEQD  avx2bfkept<>+0(SB), Y4, Y4
 	VPSUBD    Y4, Y3, Y4
@@ -36337,20 +36492,20 @@ scaleone:
 	VCMPPS    $0x03, Y3, Y3, Y3
 	VBLENDVPS Y3, avx2bfnanhigh<>+0(SB), Y4, Y3
 
-notrn85:
+notrn86:
 	TESTQ   SI, SI
-	JZ      noweight86
+	JZ      noweight87
 	VMOVUPS (SI)(R8*4), Y4
 	VADDPS  Y0, Y4, Y4
 	VMULPS  Y4, Y3, Y3
 
-noweight86:
+noweight87:
 	MOVQ   job_bias+0(AX), R10
 	TESTQ  R10, R10
-	JZ     nobias87
+	JZ     nobias88
 	VADDPS (R10)(R8*4), Y3, Y3
 
-nobias87:
+nobias88:
 	VPAND        avx2bfkept<>+0(SB), Y3, Y4
 	VPCMPEQD     avx2bfkept<>+0(SB), Y4, Y4
 	VPSUBD       Y4, Y3, Y4
@@ -36377,90 +36532,90 @@ partout:
 	XORQ R13, R13
 	SUBQ $0x00000008, R14
 
-copyvec88:
+copyvec89:
 	CMPQ    R13, R14
-	JG      copyone89
+	JG      copyone90
 	VMOVUPS (R11)(R13*4), Y3
 	VMOVUPS Y3, (R12)(R13*4)
 	ADDQ    $0x00000008, R13
-	JMP     copyvec88
+	JMP     copyvec89
 
-copyone89:
+copyone90:
 	ADDQ $0x00000008, R14
 
-copyloop91:
+copyloop92:
 	CMPQ R13, R14
-	JGE  copied90
+	JGE  copied91
 	MOVL (R11)(R13*4), R15
 	MOVL R15, (R12)(R13*4)
 	INCQ R13
-	JMP  copyloop91
+	JMP  copyloop92
 
-copied90:
+copied91:
 	TESTQ SI, SI
-	JZ    nowcopy92
+	JZ    nowcopy93
 	LEAQ  (SI)(R8*4), R11
 	LEAQ  160(SP), R12
 	MOVQ  R10, R14
 	XORQ  R13, R13
 	SUBQ  $0x00000008, R14
 
-copyvec93:
+copyvec94:
 	CMPQ    R13, R14
-	JG      copyone94
+	JG      copyone95
 	VMOVUPS (R11)(R13*4), Y3
 	VMOVUPS Y3, (R12)(R13*4)
 	ADDQ    $0x00000008, R13
-	JMP     copyvec93
+	JMP     copyvec94
 
-copyone94:
+copyone95:
 	ADDQ $0x00000008, R14
 
-copyloop96:
+copyloop97:
 	CMPQ R13, R14
-	JGE  copied95
+	JGE  copied96
 	MOVL (R11)(R13*4), R15
 	MOVL R15, (R12)(R13*4)
 	INCQ R13
-	JMP  copyloop96
+	JMP  copyloop97
 
-copied95:
-nowcopy92:
+copied96:
+nowcopy93:
 	MOVQ  job_bias+0(AX), R11
 	TESTQ R11, R11
-	JZ    nobiascopy97
+	JZ    nobiascopy98
 	LEAQ  (R11)(R8*4), R11
 	LEAQ  224(SP), R12
 	MOVQ  R10, R14
 	XORQ  R13, R13
 	SUBQ  $0x00000008, R14
 
-copyvec98:
+copyvec99:
 	CMPQ    R13, R14
-	JG      copyone99
+	JG      copyone100
 	VMOVUPS (R11)(R13*4), Y3
 	VMOVUPS Y3, (R12)(R13*4)
 	ADDQ    $0x00000008, R13
-	JMP     copyvec98
+	JMP     copyvec99
 
-copyone99:
+copyone100:
 	ADDQ $0x00000008, R14
 
-copyloop101:
+copyloop102:
 	CMPQ R13, R14
-	JGE  copied100
+	JGE  copied101
 	MOVL (R11)(R13*4), R15
 	MOVL R15, (R12)(R13*4)
 	INCQ R13
-	JMP  copyloop101
+	JMP  copyloop102
 
-copied100:
-nobiascopy97:
+copied101:
+nobiascopy98:
 	VMOVUPS   128(SP), Y3
 	VSUBPS    Y1, Y3, Y3
 	VMULPS    Y3, Y2, Y3
 	TESTL     $0x00000008, job_flags+0(AX)
-	JZ        notrn102
+	JZ        notrn103
 	VPAND     avx2bfkept<>+0(SB), Y3, Y4
 	VPCMPEQD  avx2bfkept<>+0(SB), Y4, Y4
 	VPSUBD    Y4, Y3, Y4
@@ -36469,20 +36624,20 @@ nobiascopy97:
 	VCMPPS    $0x03, Y3, Y3, Y3
 	VBLENDVPS Y3, avx2bfnanhigh<>+0(SB), Y4, Y3
 
-notrn102:
+notrn103:
 	TESTQ   SI, SI
-	JZ      noweight103
+	JZ      noweight104
 	VMOVUPS 160(SP), Y4
 	VADDPS  Y0, Y4, Y4
 	VMULPS  Y4, Y3, Y3
 
-noweight103:
+noweight104:
 	MOVQ   job_bias+0(AX), R11
 	TESTQ  R11, R11
-	JZ     nobias104
+	JZ     nobias105
 	VADDPS 224(SP), Y3, Y3
 
-nobias104:
+nobias105:
 	VPAND        avx2bfkept<>+0(SB), Y3, Y4
 	VPCMPEQD     avx2bfkept<>+0(SB), Y4, Y4
 	VPSUBD       Y4, Y3, Y4
@@ -36499,26 +36654,26 @@ nobias104:
 	XORQ         R13, R13
 	SUBQ         $0x00000010, R14
 
-copyvec105:
+copyvec106:
 	CMPQ    R13, R14
-	JG      copyone106
+	JG      copyone107
 	VMOVUPS (R12)(R13*2), Y3
 	VMOVUPS Y3, (R11)(R13*2)
 	ADDQ    $0x00000010, R13
-	JMP     copyvec105
+	JMP     copyvec106
 
-copyone106:
+copyone107:
 	ADDQ $0x00000010, R14
 
-copyloop108:
+copyloop109:
 	CMPQ R13, R14
-	JGE  copied107
+	JGE  copied108
 	MOVW (R12)(R13*2), R15
 	MOVW R15, (R11)(R13*2)
 	INCQ R13
-	JMP  copyloop108
+	JMP  copyloop109
 
-copied107:
+copied108:
 	ADDQ R10, R8
 	CMPQ R8, job_d+0(AX)
 	JB   scalentgo
@@ -36883,7 +37038,7 @@ bf16nan70:
 	VPACKUSDW Y6, Y5, Y5
 	JMP       bf16packed71
 
-bf16nan81:
+bf16nan82:
 	VPAND     avx2bfkept<>+0(SB), Y6, Y10
 	VPCMPEQD  avx2bfkept<>+0(SB), Y10, Y10
 	VPSUBD    Y10, Y6, Y10
@@ -36899,9 +37054,9 @@ bf16nan81:
 	VCMPPS    $0x03, Y7, Y7, Y7
 	VBLENDVPS Y7, avx2bfnanlow<>+0(SB), Y6, Y6
 	VPACKUSDW Y6, Y10, Y10
-	JMP       bf16packed82
+	JMP       bf16packed83
 
-bf16nan83:
+bf16nan84:
 	VPAND     avx2bfkept<>+0(SB), Y8, Y6
 	VPCMPEQD  avx2bfkept<>+0(SB), Y6, Y6
 	VPSUBD    Y6, Y8, Y6
@@ -36917,7 +37072,7 @@ bf16nan83:
 	VCMPPS    $0x03, Y9, Y9, Y8
 	VBLENDVPS Y8, avx2bfnanlow<>+0(SB), Y7, Y7
 	VPACKUSDW Y7, Y6, Y6
-	JMP       bf16packed84
+	JMP       bf16packed85
 
 // func avx2ForwardLayerToF16(j uintptr, from int, to int) int
 // Requires: AVX, AVX2, F16C, MMX+
@@ -38711,8 +38866,15 @@ scalentgo:
 	SHLQ $0x03, R10
 
 longrows46:
-	ADDQ DX, R10
-	MOVL job_flags+0(AX), R11
+	MOVQ  BX, R12
+	ADDQ  R10, R12
+	XORL  R11, R11
+	TESTL $0x00000400, job_flags+0(AX)
+	SETNE R11
+	NEGQ  R11
+	ANDQ  R11, R12
+	ADDQ  DX, R10
+	MOVL  job_flags+0(AX), R11
 
 	PCALIGN $32
 scalentloop:
@@ -38720,49 +38882,55 @@ scalentloop:
 	JG         scaletail
 	PREFETCHT0 (R10)(R8*4)
 	PREFETCHT0 64(R10)(R8*4)
-	VMOVUPS    (DX)(R8*4), Y0
-	VSUBPS     Y1, Y0, Y0
-	VMULPS     Y9, Y0, Y0
-	VMOVUPS    32(DX)(R8*4), Y2
-	VSUBPS     Y1, Y2, Y2
-	VMULPS     Y9, Y2, Y2
-	VMOVUPS    64(DX)(R8*4), Y3
-	VSUBPS     Y1, Y3, Y3
-	VMULPS     Y9, Y3, Y3
-	VMOVUPS    96(DX)(R8*4), Y4
-	VSUBPS     Y1, Y4, Y4
-	VMULPS     Y9, Y4, Y4
-	TESTL      $0x00000008, job_flags+0(AX)
-	JZ         notrn47
-	VCVTPS2PH  $0x00, Y0, X0
-	VCVTPH2PS  X0, Y0
-	VCVTPS2PH  $0x00, Y2, X2
-	VCVTPH2PS  X2, Y2
-	VCVTPS2PH  $0x00, Y3, X3
-	VCVTPH2PS  X3, Y3
-	VCVTPS2PH  $0x00, Y4, X4
-	VCVTPH2PS  X4, Y4
+	TESTQ      R12, R12
+	JZ         noadd47
+	PREFETCHT0 (R12)(R8*4)
+	PREFETCHT0 64(R12)(R8*4)
 
-notrn47:
+noadd47:
+	VMOVUPS   (DX)(R8*4), Y0
+	VSUBPS    Y1, Y0, Y0
+	VMULPS    Y9, Y0, Y0
+	VMOVUPS   32(DX)(R8*4), Y2
+	VSUBPS    Y1, Y2, Y2
+	VMULPS    Y9, Y2, Y2
+	VMOVUPS   64(DX)(R8*4), Y3
+	VSUBPS    Y1, Y3, Y3
+	VMULPS    Y9, Y3, Y3
+	VMOVUPS   96(DX)(R8*4), Y4
+	VSUBPS    Y1, Y4, Y4
+	VMULPS    Y9, Y4, Y4
+	TESTL     $0x00000008, job_flags+0(AX)
+	JZ        notrn48
+	VCVTPS2PH $0x00, Y0, X0
+	VCVTPH2PS X0, Y0
+	VCVTPS2PH $0x00, Y2, X2
+	VCVTPH2PS X2, Y2
+	VCVTPS2PH $0x00, Y3, X3
+	VCVTPH2PS X3, Y3
+	VCVTPS2PH $0x00, Y4, X4
+	VCVTPH2PS X4, Y4
+
+notrn48:
 	TESTQ  SI, SI
-	JZ     weighed49
+	JZ     weighed50
 	TESTL  $0x00000010, R11
-	JNZ    offset48
+	JNZ    offset49
 	VMULPS (SI)(R8*4), Y0, Y0
 	VMULPS 32(SI)(R8*4), Y2, Y2
 	VMULPS 64(SI)(R8*4), Y3, Y3
 	VMULPS 96(SI)(R8*4), Y4, Y4
 
-weighed49:
-	MOVQ   job_bias+0(AX), R12
-	TESTQ  R12, R12
-	JZ     nobias50
-	VADDPS (R12)(R8*4), Y0, Y0
-	VADDPS 32(R12)(R8*4), Y2, Y2
-	VADDPS 64(R12)(R8*4), Y3, Y3
-	VADDPS 96(R12)(R8*4), Y4, Y4
+weighed50:
+	MOVQ   job_bias+0(AX), R13
+	TESTQ  R13, R13
+	JZ     nobias51
+	VADDPS (R13)(R8*4), Y0, Y0
+	VADDPS 32(R13)(R8*4), Y2, Y2
+	VADDPS 64(R13)(R8*4), Y3, Y3
+	VADDPS 96(R13)(R8*4), Y4, Y4
 
-nobias50:
+nobias51:
 	VCVTPS2PH   $0x00, Y0, X0
 	VCVTPS2PH   $0x00, Y2, X2
 	VINSERTI128 $0x01, X2, Y0, Y0
@@ -38774,7 +38942,7 @@ nobias50:
 	ADDQ        $0x00000020, R8
 	JMP         scalentloop
 
-offset48:
+offset49:
 	VMOVUPS (SI)(R8*4), Y5
 	VADDPS  Y10, Y5, Y5
 	VMULPS  Y5, Y0, Y0
@@ -38787,7 +38955,7 @@ offset48:
 	VMOVUPS 96(SI)(R8*4), Y5
 	VADDPS  Y10, Y5, Y5
 	VMULPS  Y5, Y4, Y4
-	JMP     weighed49
+	JMP     weighed50
 
 scaletail:
 	ADDQ $0x00000018, R9
@@ -38799,24 +38967,24 @@ scaleone:
 	VSUBPS    Y1, Y0, Y0
 	VMULPS    Y9, Y0, Y0
 	TESTL     $0x00000008, job_flags+0(AX)
-	JZ        notrn51
+	JZ        notrn52
 	VCVTPS2PH $0x00, Y0, X0
 	VCVTPH2PS X0, Y0
 
-notrn51:
+notrn52:
 	TESTQ   SI, SI
-	JZ      noweight52
+	JZ      noweight53
 	VMOVUPS (SI)(R8*4), Y2
 	VADDPS  Y10, Y2, Y2
 	VMULPS  Y2, Y0, Y0
 
-noweight52:
+noweight53:
 	MOVQ   job_bias+0(AX), R10
 	TESTQ  R10, R10
-	JZ     nobias53
+	JZ     nobias54
 	VADDPS (R10)(R8*4), Y0, Y0
 
-nobias53:
+nobias54:
 	VCVTPS2PH $0x00, Y0, (CX)(R8*2)
 	ADDQ      $0x00000008, R8
 	JMP       scaleone
@@ -38834,107 +39002,107 @@ partout:
 	XORQ R13, R13
 	SUBQ $0x00000008, R14
 
-copyvec54:
+copyvec55:
 	CMPQ    R13, R14
-	JG      copyone55
+	JG      copyone56
 	VMOVUPS (R11)(R13*4), Y0
 	VMOVUPS Y0, (R12)(R13*4)
 	ADDQ    $0x00000008, R13
-	JMP     copyvec54
+	JMP     copyvec55
 
-copyone55:
+copyone56:
 	ADDQ $0x00000008, R14
 
-copyloop57:
+copyloop58:
 	CMPQ R13, R14
-	JGE  copied56
+	JGE  copied57
 	MOVL (R11)(R13*4), R15
 	MOVL R15, (R12)(R13*4)
 	INCQ R13
-	JMP  copyloop57
+	JMP  copyloop58
 
-copied56:
+copied57:
 	TESTQ SI, SI
-	JZ    nowcopy58
+	JZ    nowcopy59
 	LEAQ  (SI)(R8*4), R11
 	LEAQ  160(SP), R12
 	MOVQ  R10, R14
 	XORQ  R13, R13
 	SUBQ  $0x00000008, R14
 
-copyvec59:
+copyvec60:
 	CMPQ    R13, R14
-	JG      copyone60
+	JG      copyone61
 	VMOVUPS (R11)(R13*4), Y0
 	VMOVUPS Y0, (R12)(R13*4)
 	ADDQ    $0x00000008, R13
-	JMP     copyvec59
+	JMP     copyvec60
 
-copyone60:
+copyone61:
 	ADDQ $0x00000008, R14
 
-copyloop62:
+copyloop63:
 	CMPQ R13, R14
-	JGE  copied61
+	JGE  copied62
 	MOVL (R11)(R13*4), R15
 	MOVL R15, (R12)(R13*4)
 	INCQ R13
-	JMP  copyloop62
+	JMP  copyloop63
 
-copied61:
-nowcopy58:
+copied62:
+nowcopy59:
 	MOVQ  job_bias+0(AX), R11
 	TESTQ R11, R11
-	JZ    nobiascopy63
+	JZ    nobiascopy64
 	LEAQ  (R11)(R8*4), R11
 	LEAQ  224(SP), R12
 	MOVQ  R10, R14
 	XORQ  R13, R13
 	SUBQ  $0x00000008, R14
 
-copyvec64:
+copyvec65:
 	CMPQ    R13, R14
-	JG      copyone65
+	JG      copyone66
 	VMOVUPS (R11)(R13*4), Y0
 	VMOVUPS Y0, (R12)(R13*4)
 	ADDQ    $0x00000008, R13
-	JMP     copyvec64
+	JMP     copyvec65
 
-copyone65:
+copyone66:
 	ADDQ $0x00000008, R14
 
-copyloop67:
+copyloop68:
 	CMPQ R13, R14
-	JGE  copied66
+	JGE  copied67
 	MOVL (R11)(R13*4), R15
 	MOVL R15, (R12)(R13*4)
 	INCQ R13
-	JMP  copyloop67
+	JMP  copyloop68
 
-copied66:
-nobiascopy63:
+copied67:
+nobiascopy64:
 	VMOVUPS   128(SP), Y0
 	VSUBPS    Y1, Y0, Y0
 	VMULPS    Y0, Y9, Y0
 	TESTL     $0x00000008, job_flags+0(AX)
-	JZ        notrn68
+	JZ        notrn69
 	VCVTPS2PH $0x00, Y0, X0
 	VCVTPH2PS X0, Y0
 
-notrn68:
+notrn69:
 	TESTQ   SI, SI
-	JZ      noweight69
+	JZ      noweight70
 	VMOVUPS 160(SP), Y2
 	VADDPS  Y10, Y2, Y2
 	VMULPS  Y2, Y0, Y0
 
-noweight69:
+noweight70:
 	MOVQ   job_bias+0(AX), R11
 	TESTQ  R11, R11
-	JZ     nobias70
+	JZ     nobias71
 	VADDPS 224(SP), Y0, Y0
 
-nobias70:
+nobias71:
 	VCVTPS2PH $0x00, Y0, 192(SP)
 	LEAQ      192(SP), R12
 	LEAQ      (CX)(R8*2), R11
@@ -38942,26 +39110,26 @@ nobias70:
 	XORQ      R13, R13
 	SUBQ      $0x00000010, R14
 
-copyvec71:
+copyvec72:
 	CMPQ    R13, R14
-	JG      copyone72
+	JG      copyone73
 	VMOVUPS (R12)(R13*2), Y0
 	VMOVUPS Y0, (R11)(R13*2)
 	ADDQ    $0x00000010, R13
-	JMP     copyvec71
+	JMP     copyvec72
 
-copyone72:
+copyone73:
 	ADDQ $0x00000010, R14
 
-copyloop74:
+copyloop75:
 	CMPQ R13, R14
-	JGE  copied73
+	JGE  copied74
 	MOVW (R12)(R13*2), R15
 	MOVW R15, (R11)(R13*2)
 	INCQ R13
-	JMP  copyloop74
+	JMP  copyloop75
 
-copied73:
+copied74:
 	ADDQ R10, R8
 	CMPQ R8, job_d+0(AX)
 	JB   scalentgo
@@ -55530,73 +55698,88 @@ scalentgo:
 	SHLQ $0x03, R10
 
 longrows57:
-	ADDQ DX, R10
-	MOVL job_flags+0(AX), R11
+	MOVQ  BX, R12
+	ADDQ  R10, R12
+	XORL  R11, R11
+	TESTL $0x00000400, job_flags+0(AX)
+	SETNE R11
+	NEGQ  R11
+	ANDQ  R11, R12
+	ADDQ  DX, R10
+	MOVL  job_flags+0(AX), R11
 
 	PCALIGN $32
 scalentloop:
-	CMPQ           R8, R9
-	JG             scaletail
-	PREFETCHT0     (R10)(R8*4)
-	PREFETCHT0     64(R10)(R8*4)
-	PREFETCHT0     128(R10)(R8*4)
-	PREFETCHT0     192(R10)(R8*4)
+	CMPQ       R8, R9
+	JG         scaletail
+	PREFETCHT0 (R10)(R8*4)
+	PREFETCHT0 64(R10)(R8*4)
+	PREFETCHT0 128(R10)(R8*4)
+	PREFETCHT0 192(R10)(R8*4)
+	TESTQ      R12, R12
+	JZ         noadd58
+	PREFETCHT0 (R12)(R8*4)
+	PREFETCHT0 64(R12)(R8*4)
+	PREFETCHT0 128(R12)(R8*4)
+	PREFETCHT0 192(R12)(R8*4)
+
+noadd58:
 	VMULPS         (DX)(R8*4), Z6, Z7
 	VMULPS         64(DX)(R8*4), Z6, Z8
 	VMULPS         128(DX)(R8*4), Z6, Z9
 	VMULPS         192(DX)(R8*4), Z6, Z10
 	TESTL          $0x00000008, job_flags+0(AX)
-	JZ             notrn58
+	JZ             notrn59
 	VFPCLASSPSZ    $0xa1, Z7, K2
 	VFPCLASSPSZ    $0xa1, Z8, K3
 	KORTESTW       K3, K2
-	JNZ            bf16fix59
+	JNZ            bf16fix60
 	BYTE $0x62; BYTE $0x72; BYTE $0x3f; BYTE $0x48; BYTE $0x72; BYTE $0xe7 // VCVTNE2PS2BF16 Z7, Z8, Z12
 
-bf16fixed60:
+bf16fixed61:
 	VPERMW.Z       Z12, Z3, K1, Z7
 	VPERMW.Z       Z12, Z4, K1, Z8
 	VFPCLASSPSZ    $0xa1, Z9, K2
 	VFPCLASSPSZ    $0xa1, Z10, K3
 	KORTESTW       K3, K2
-	JNZ            bf16fix61
+	JNZ            bf16fix62
 	BYTE $0x62; BYTE $0x52; BYTE $0x2f; BYTE $0x48; BYTE $0x72; BYTE $0xe1 // VCVTNE2PS2BF16 Z9, Z10, Z12
 
-bf16fixed62:
+bf16fixed63:
 	VPERMW.Z Z12, Z3, K1, Z9
 	VPERMW.Z Z12, Z4, K1, Z10
 
-notrn58:
+notrn59:
 	TESTQ  SI, SI
-	JZ     weighed64
+	JZ     weighed65
 	TESTL  $0x00000010, R11
-	JNZ    offset63
+	JNZ    offset64
 	VMULPS (SI)(R8*4), Z7, Z7
 	VMULPS 64(SI)(R8*4), Z8, Z8
 	VMULPS 128(SI)(R8*4), Z9, Z9
 	VMULPS 192(SI)(R8*4), Z10, Z10
 
-weighed64:
+weighed65:
 	VFPCLASSPSZ    $0xa1, Z7, K2
 	VFPCLASSPSZ    $0xa1, Z8, K3
 	KORTESTW       K3, K2
-	JNZ            bf16fix65
+	JNZ            bf16fix66
 	BYTE $0x62; BYTE $0x72; BYTE $0x3f; BYTE $0x48; BYTE $0x72; BYTE $0xe7 // VCVTNE2PS2BF16 Z7, Z8, Z12
 
-bf16fixed66:
+bf16fixed67:
 	VMOVNTDQ       Z12, (CX)(R8*2)
 	VFPCLASSPSZ    $0xa1, Z9, K2
 	VFPCLASSPSZ    $0xa1, Z10, K3
 	KORTESTW       K3, K2
-	JNZ            bf16fix67
+	JNZ            bf16fix68
 	BYTE $0x62; BYTE $0xd2; BYTE $0x2f; BYTE $0x48; BYTE $0x72; BYTE $0xf9 // VCVTNE2PS2BF16 Z9, Z10, Z7
 
-bf16fixed68:
+bf16fixed69:
 	VMOVNTDQ Z7, 64(CX)(R8*2)
 	ADDQ     $0x00000040, R8
 	JMP      scalentloop
 
-offset63:
+offset64:
 	VMOVUPS (SI)(R8*4), Z12
 	VADDPS  Z5, Z12, Z12
 	VMULPS  Z12, Z7, Z7
@@ -55609,7 +55792,7 @@ offset63:
 	VMOVUPS 192(SI)(R8*4), Z12
 	VADDPS  Z5, Z12, Z12
 	VMULPS  Z12, Z10, Z10
-	JMP     weighed64
+	JMP     weighed65
 
 scaletail:
 	ADDQ $0x00000030, R9
@@ -55619,29 +55802,29 @@ scaleone:
 	JG             scalepart
 	VMULPS         (DX)(R8*4), Z6, Z7
 	TESTL          $0x00000008, job_flags+0(AX)
-	JZ             notrn69
+	JZ             notrn70
 	VFPCLASSPSZ    $0xa1, Z7, K2
 	KORTESTW       K2, K2
-	JNZ            bf16fix70
+	JNZ            bf16fix71
 	BYTE $0x62; BYTE $0x72; BYTE $0x47; BYTE $0x48; BYTE $0x72; BYTE $0xc7 // VCVTNE2PS2BF16 Z7, Z7, Z8
 
-bf16fixed71:
+bf16fixed72:
 	VPERMW.Z Z8, Z3, K1, Z7
 
-notrn69:
+notrn70:
 	TESTQ   SI, SI
-	JZ      noweight72
+	JZ      noweight73
 	VMOVUPS (SI)(R8*4), Z8
 	VADDPS  Z5, Z8, Z8
 	VMULPS  Z8, Z7, Z7
 
-noweight72:
+noweight73:
 	VFPCLASSPSZ    $0xa1, Z7, K2
 	KORTESTW       K2, K2
-	JNZ            bf16fix73
+	JNZ            bf16fix74
 	BYTE $0x62; BYTE $0x72; BYTE $0x47; BYTE $0x48; BYTE $0x72; BYTE $0xc7 // VCVTNE2PS2BF16 Z7, Z7, Z8
 
-bf16fixed74:
+bf16fixed75:
 	VEXTRACTI64X4 $0x00, Z8, (CX)(R8*2)
 	ADDQ          $0x00000010, R8
 	JMP           scaleone
@@ -55658,29 +55841,29 @@ partout:
 	VMOVUPS.Z      (DX)(R8*4), K2, Z7
 	VMULPS         Z7, Z6, Z7
 	TESTL          $0x00000008, job_flags+0(AX)
-	JZ             notrn75
+	JZ             notrn76
 	VFPCLASSPSZ    $0xa1, Z7, K3
 	KORTESTW       K3, K3
-	JNZ            bf16fix76
+	JNZ            bf16fix77
 	BYTE $0x62; BYTE $0x72; BYTE $0x47; BYTE $0x48; BYTE $0x72; BYTE $0xc7 // VCVTNE2PS2BF16 Z7, Z7, Z8
 
-bf16fixed77:
+bf16fixed78:
 	VPERMW.Z Z8, Z3, K1, Z7
 
-notrn75:
+notrn76:
 	TESTQ     SI, SI
-	JZ        noweight78
+	JZ        noweight79
 	VMOVUPS.Z (SI)(R8*4), K2, Z8
 	VADDPS    Z5, Z8, Z8
 	VMULPS    Z8, Z7, Z7
 
-noweight78:
+noweight79:
 	VFPCLASSPSZ    $0xa1, Z7, K3
 	KORTESTW       K3, K3
-	JNZ            bf16fix79
+	JNZ            bf16fix80
 	BYTE $0x62; BYTE $0x72; BYTE $0x47; BYTE $0x48; BYTE $0x72; BYTE $0xc7 // VCVTNE2PS2BF16 Z7, Z7, Z8
 
-bf16fixed80:
+bf16fixed81:
 	VMOVDQU16 Z8, K2, (CX)(R8*2)
 	ADDQ      R10, R8
 	CMPQ      R8, job_d+0(AX)
@@ -56049,7 +56232,7 @@ bf16fix55:
 	VPERMT2W     Z8, Z2, Z8
 	JMP          bf16fixed56
 
-bf16fix59:
+bf16fix60:
 	VPSRLD       $0x10, Z7, Z12
 	VPANDD       Z0, Z12, Z12
 	VPADDD       Z1, Z12, Z12
@@ -56063,9 +56246,9 @@ bf16fix59:
 	VFPCLASSPSZ  $0x81, Z8, K2
 	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z7
 	VPERMT2W     Z7, Z2, Z12
-	JMP          bf16fixed60
+	JMP          bf16fixed61
 
-bf16fix61:
+bf16fix62:
 	VPSRLD       $0x10, Z9, Z12
 	VPANDD       Z0, Z12, Z12
 	VPADDD       Z1, Z12, Z12
@@ -56079,9 +56262,9 @@ bf16fix61:
 	VFPCLASSPSZ  $0x81, Z10, K2
 	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z9
 	VPERMT2W     Z9, Z2, Z12
-	JMP          bf16fixed62
+	JMP          bf16fixed63
 
-bf16fix65:
+bf16fix66:
 	VPSRLD       $0x10, Z7, Z12
 	VPANDD       Z0, Z12, Z12
 	VPADDD       Z1, Z12, Z12
@@ -56095,9 +56278,9 @@ bf16fix65:
 	VFPCLASSPSZ  $0x81, Z8, K2
 	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z7
 	VPERMT2W     Z7, Z2, Z12
-	JMP          bf16fixed66
+	JMP          bf16fixed67
 
-bf16fix67:
+bf16fix68:
 	VPSRLD       $0x10, Z9, Z7
 	VPANDD       Z0, Z7, Z7
 	VPADDD       Z1, Z7, Z7
@@ -56111,9 +56294,9 @@ bf16fix67:
 	VFPCLASSPSZ  $0x81, Z10, K2
 	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z8
 	VPERMT2W     Z8, Z2, Z7
-	JMP          bf16fixed68
+	JMP          bf16fixed69
 
-bf16fix70:
+bf16fix71:
 	VPSRLD       $0x10, Z7, Z8
 	VPANDD       Z0, Z8, Z8
 	VPADDD       Z1, Z8, Z8
@@ -56121,9 +56304,9 @@ bf16fix70:
 	VFPCLASSPSZ  $0x81, Z7, K2
 	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z8
 	VPERMT2W     Z8, Z2, Z8
-	JMP          bf16fixed71
+	JMP          bf16fixed72
 
-bf16fix73:
+bf16fix74:
 	VPSRLD       $0x10, Z7, Z8
 	VPANDD       Z0, Z8, Z8
 	VPADDD       Z1, Z8, Z8
@@ -56131,9 +56314,9 @@ bf16fix73:
 	VFPCLASSPSZ  $0x81, Z7, K2
 	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z8
 	VPERMT2W     Z8, Z2, Z8
-	JMP          bf16fixed74
+	JMP          bf16fixed75
 
-bf16fix76:
+bf16fix77:
 	VPSRLD       $0x10, Z7, Z8
 	VPANDD       Z0, Z8, Z8
 	VPADDD       Z1, Z8, Z8
@@ -56141,9 +56324,9 @@ bf16fix76:
 	VFPCLASSPSZ  $0x81, Z7, K3
 	VPBROADCASTD avx512bfnanhigh<>+0(SB), K3, Z8
 	VPERMT2W     Z8, Z2, Z8
-	JMP          bf16fixed77
+	JMP          bf16fixed78
 
-bf16fix79:
+bf16fix80:
 	VPSRLD       $0x10, Z7, Z8
 	VPANDD       Z0, Z8, Z8
 	VPADDD       Z1, Z8, Z8
@@ -56151,7 +56334,7 @@ bf16fix79:
 	VFPCLASSPSZ  $0x81, Z7, K3
 	VPBROADCASTD avx512bfnanhigh<>+0(SB), K3, Z8
 	VPERMT2W     Z8, Z2, Z8
-	JMP          bf16fixed80
+	JMP          bf16fixed81
 
 // func avx512bf16ForwardLayerBF16(j uintptr, from int, to int) int
 // Requires: AVX, AVX512BF16, AVX512BW, AVX512DQ, AVX512F, MMX+
@@ -59384,17 +59567,32 @@ scalentgo:
 	SHLQ $0x03, R10
 
 longrows69:
-	ADDQ DX, R10
-	MOVL job_flags+0(AX), R11
+	MOVQ  BX, R12
+	ADDQ  R10, R12
+	XORL  R11, R11
+	TESTL $0x00000400, job_flags+0(AX)
+	SETNE R11
+	NEGQ  R11
+	ANDQ  R11, R12
+	ADDQ  DX, R10
+	MOVL  job_flags+0(AX), R11
 
 	PCALIGN $32
 scalentloop:
-	CMPQ           R8, R9
-	JG             scaletail
-	PREFETCHT0     (R10)(R8*4)
-	PREFETCHT0     64(R10)(R8*4)
-	PREFETCHT0     128(R10)(R8*4)
-	PREFETCHT0     192(R10)(R8*4)
+	CMPQ       R8, R9
+	JG         scaletail
+	PREFETCHT0 (R10)(R8*4)
+	PREFETCHT0 64(R10)(R8*4)
+	PREFETCHT0 128(R10)(R8*4)
+	PREFETCHT0 192(R10)(R8*4)
+	TESTQ      R12, R12
+	JZ         noadd70
+	PREFETCHT0 (R12)(R8*4)
+	PREFETCHT0 64(R12)(R8*4)
+	PREFETCHT0 128(R12)(R8*4)
+	PREFETCHT0 192(R12)(R8*4)
+
+noadd70:
 	VMOVUPS        (DX)(R8*4), Z8
 	VSUBPS         Z6, Z8, Z8
 	VMULPS         Z7, Z8, Z8
@@ -59408,66 +59606,66 @@ scalentloop:
 	VSUBPS         Z6, Z11, Z11
 	VMULPS         Z7, Z11, Z11
 	TESTL          $0x00000008, job_flags+0(AX)
-	JZ             notrn70
+	JZ             notrn71
 	VFPCLASSPSZ    $0xa1, Z8, K2
 	VFPCLASSPSZ    $0xa1, Z9, K3
 	KORTESTW       K3, K2
-	JNZ            bf16fix71
+	JNZ            bf16fix72
 	BYTE $0x62; BYTE $0x52; BYTE $0x37; BYTE $0x48; BYTE $0x72; BYTE $0xe8 // VCVTNE2PS2BF16 Z8, Z9, Z13
 
-bf16fixed72:
+bf16fixed73:
 	VPERMW.Z       Z13, Z3, K1, Z8
 	VPERMW.Z       Z13, Z4, K1, Z9
 	VFPCLASSPSZ    $0xa1, Z10, K2
 	VFPCLASSPSZ    $0xa1, Z11, K3
 	KORTESTW       K3, K2
-	JNZ            bf16fix73
+	JNZ            bf16fix74
 	BYTE $0x62; BYTE $0x52; BYTE $0x27; BYTE $0x48; BYTE $0x72; BYTE $0xea // VCVTNE2PS2BF16 Z10, Z11, Z13
 
-bf16fixed74:
+bf16fixed75:
 	VPERMW.Z Z13, Z3, K1, Z10
 	VPERMW.Z Z13, Z4, K1, Z11
 
-notrn70:
+notrn71:
 	TESTQ  SI, SI
-	JZ     weighed76
+	JZ     weighed77
 	TESTL  $0x00000010, R11
-	JNZ    offset75
+	JNZ    offset76
 	VMULPS (SI)(R8*4), Z8, Z8
 	VMULPS 64(SI)(R8*4), Z9, Z9
 	VMULPS 128(SI)(R8*4), Z10, Z10
 	VMULPS 192(SI)(R8*4), Z11, Z11
 
-weighed76:
-	MOVQ   job_bias+0(AX), R12
-	TESTQ  R12, R12
-	JZ     nobias77
-	VADDPS (R12)(R8*4), Z8, Z8
-	VADDPS 64(R12)(R8*4), Z9, Z9
-	VADDPS 128(R12)(R8*4), Z10, Z10
-	VADDPS 192(R12)(R8*4), Z11, Z11
+weighed77:
+	MOVQ   job_bias+0(AX), R13
+	TESTQ  R13, R13
+	JZ     nobias78
+	VADDPS (R13)(R8*4), Z8, Z8
+	VADDPS 64(R13)(R8*4), Z9, Z9
+	VADDPS 128(R13)(R8*4), Z10, Z10
+	VADDPS 192(R13)(R8*4), Z11, Z11
 
-nobias77:
+nobias78:
 	VFPCLASSPSZ    $0xa1, Z8, K2
 	VFPCLASSPSZ    $0xa1, Z9, K3
 	KORTESTW       K3, K2
-	JNZ            bf16fix78
+	JNZ            bf16fix79
 	BYTE $0x62; BYTE $0x52; BYTE $0x37; BYTE $0x48; BYTE $0x72; BYTE $0xe8 // VCVTNE2PS2BF16 Z8, Z9, Z13
 
-bf16fixed79:
+bf16fixed80:
 	VMOVNTDQ       Z13, (CX)(R8*2)
 	VFPCLASSPSZ    $0xa1, Z10, K2
 	VFPCLASSPSZ    $0xa1, Z11, K3
 	KORTESTW       K3, K2
-	JNZ            bf16fix80
+	JNZ            bf16fix81
 	BYTE $0x62; BYTE $0x52; BYTE $0x27; BYTE $0x48; BYTE $0x72; BYTE $0xc2 // VCVTNE2PS2BF16 Z10, Z11, Z8
 
-bf16fixed81:
+bf16fixed82:
 	VMOVNTDQ Z8, 64(CX)(R8*2)
 	ADDQ     $0x00000040, R8
 	JMP      scalentloop
 
-offset75:
+offset76:
 	VMOVUPS (SI)(R8*4), Z13
 	VADDPS  Z5, Z13, Z13
 	VMULPS  Z13, Z8, Z8
@@ -59480,7 +59678,7 @@ offset75:
 	VMOVUPS 192(SI)(R8*4), Z13
 	VADDPS  Z5, Z13, Z13
 	VMULPS  Z13, Z11, Z11
-	JMP     weighed76
+	JMP     weighed77
 
 scaletail:
 	ADDQ $0x00000030, R9
@@ -59492,35 +59690,35 @@ scaleone:
 	VSUBPS         Z6, Z8, Z8
 	VMULPS         Z7, Z8, Z8
 	TESTL          $0x00000008, job_flags+0(AX)
-	JZ             notrn82
+	JZ             notrn83
 	VFPCLASSPSZ    $0xa1, Z8, K2
 	KORTESTW       K2, K2
-	JNZ            bf16fix83
+	JNZ            bf16fix84
 	BYTE $0x62; BYTE $0x52; BYTE $0x3f; BYTE $0x48; BYTE $0x72; BYTE $0xc8 // VCVTNE2PS2BF16 Z8, Z8, Z9
 
-bf16fixed84:
+bf16fixed85:
 	VPERMW.Z Z9, Z3, K1, Z8
 
-notrn82:
+notrn83:
 	TESTQ   SI, SI
-	JZ      noweight85
+	JZ      noweight86
 	VMOVUPS (SI)(R8*4), Z9
 	VADDPS  Z5, Z9, Z9
 	VMULPS  Z9, Z8, Z8
 
-noweight85:
+noweight86:
 	MOVQ   job_bias+0(AX), R10
 	TESTQ  R10, R10
-	JZ     nobias86
+	JZ     nobias87
 	VADDPS (R10)(R8*4), Z8, Z8
 
-nobias86:
+nobias87:
 	VFPCLASSPSZ    $0xa1, Z8, K2
 	KORTESTW       K2, K2
-	JNZ            bf16fix87
+	JNZ            bf16fix88
 	BYTE $0x62; BYTE $0x52; BYTE $0x3f; BYTE $0x48; BYTE $0x72; BYTE $0xc8 // VCVTNE2PS2BF16 Z8, Z8, Z9
 
-bf16fixed88:
+bf16fixed89:
 	VEXTRACTI64X4 $0x00, Z9, (CX)(R8*2)
 	ADDQ          $0x00000010, R8
 	JMP           scaleone
@@ -59538,36 +59736,36 @@ partout:
 	VSUBPS         Z6, Z8, Z8
 	VMULPS         Z8, Z7, Z8
 	TESTL          $0x00000008, job_flags+0(AX)
-	JZ             notrn89
+	JZ             notrn90
 	VFPCLASSPSZ    $0xa1, Z8, K3
 	KORTESTW       K3, K3
-	JNZ            bf16fix90
+	JNZ            bf16fix91
 	BYTE $0x62; BYTE $0x52; BYTE $0x3f; BYTE $0x48; BYTE $0x72; BYTE $0xc8 // VCVTNE2PS2BF16 Z8, Z8, Z9
 
-bf16fixed91:
+bf16fixed92:
 	VPERMW.Z Z9, Z3, K1, Z8
 
-notrn89:
+notrn90:
 	TESTQ     SI, SI
-	JZ        noweight92
+	JZ        noweight93
 	VMOVUPS.Z (SI)(R8*4), K2, Z9
 	VADDPS    Z5, Z9, Z9
 	VMULPS    Z9, Z8, Z8
 
-noweight92:
+noweight93:
 	MOVQ      job_bias+0(AX), R11
 	TESTQ     R11, R11
-	JZ        nobias93
+	JZ        nobias94
 	VMOVUPS.Z (R11)(R8*4), K2, Z9
 	VADDPS    Z9, Z8, Z8
 
-nobias93:
+nobias94:
 	VFPCLASSPSZ    $0xa1, Z8, K3
 	KORTESTW       K3, K3
-	JNZ            bf16fix94
+	JNZ            bf16fix95
 	BYTE $0x62; BYTE $0x52; BYTE $0x3f; BYTE $0x48; BYTE $0x72; BYTE $0xc8 // VCVTNE2PS2BF16 Z8, Z8, Z9
 
-bf16fixed95:
+bf16fixed96:
 	VMOVDQU16 Z9, K2, (CX)(R8*2)
 	ADDQ      R10, R8
 	CMPQ      R8, job_d+0(AX)
@@ -59936,7 +60134,7 @@ bf16fix67:
 	VPERMT2W     Z9, Z2, Z9
 	JMP          bf16fixed68
 
-bf16fix71:
+bf16fix72:
 	VPSRLD       $0x10, Z8, Z13
 	VPANDD       Z0, Z13, Z13
 	VPADDD       Z1, Z13, Z13
@@ -59950,9 +60148,9 @@ bf16fix71:
 	VFPCLASSPSZ  $0x81, Z9, K2
 	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z8
 	VPERMT2W     Z8, Z2, Z13
-	JMP          bf16fixed72
+	JMP          bf16fixed73
 
-bf16fix73:
+bf16fix74:
 	VPSRLD       $0x10, Z10, Z13
 	VPANDD       Z0, Z13, Z13
 	VPADDD       Z1, Z13, Z13
@@ -59966,9 +60164,9 @@ bf16fix73:
 	VFPCLASSPSZ  $0x81, Z11, K2
 	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z10
 	VPERMT2W     Z10, Z2, Z13
-	JMP          bf16fixed74
+	JMP          bf16fixed75
 
-bf16fix78:
+bf16fix79:
 	VPSRLD       $0x10, Z8, Z13
 	VPANDD       Z0, Z13, Z13
 	VPADDD       Z1, Z13, Z13
@@ -59982,9 +60180,9 @@ bf16fix78:
 	VFPCLASSPSZ  $0x81, Z9, K2
 	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z8
 	VPERMT2W     Z8, Z2, Z13
-	JMP          bf16fixed79
+	JMP          bf16fixed80
 
-bf16fix80:
+bf16fix81:
 	VPSRLD       $0x10, Z10, Z8
 	VPANDD       Z0, Z8, Z8
 	VPADDD       Z1, Z8, Z8
@@ -59998,9 +60196,9 @@ bf16fix80:
 	VFPCLASSPSZ  $0x81, Z11, K2
 	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z9
 	VPERMT2W     Z9, Z2, Z8
-	JMP          bf16fixed81
+	JMP          bf16fixed82
 
-bf16fix83:
+bf16fix84:
 	VPSRLD       $0x10, Z8, Z9
 	VPANDD       Z0, Z9, Z9
 	VPADDD       Z1, Z9, Z9
@@ -60008,9 +60206,9 @@ bf16fix83:
 	VFPCLASSPSZ  $0x81, Z8, K2
 	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z9
 	VPERMT2W     Z9, Z2, Z9
-	JMP          bf16fixed84
+	JMP          bf16fixed85
 
-bf16fix87:
+bf16fix88:
 	VPSRLD       $0x10, Z8, Z9
 	VPANDD       Z0, Z9, Z9
 	VPADDD       Z1, Z9, Z9
@@ -60018,9 +60216,9 @@ bf16fix87:
 	VFPCLASSPSZ  $0x81, Z8, K2
 	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z9
 	VPERMT2W     Z9, Z2, Z9
-	JMP          bf16fixed88
+	JMP          bf16fixed89
 
-bf16fix90:
+bf16fix91:
 	VPSRLD       $0x10, Z8, Z9
 	VPANDD       Z0, Z9, Z9
 	VPADDD       Z1, Z9, Z9
@@ -60028,9 +60226,9 @@ bf16fix90:
 	VFPCLASSPSZ  $0x81, Z8, K3
 	VPBROADCASTD avx512bfnanhigh<>+0(SB), K3, Z9
 	VPERMT2W     Z9, Z2, Z9
-	JMP          bf16fixed91
+	JMP          bf16fixed92
 
-bf16fix94:
+bf16fix95:
 	VPSRLD       $0x10, Z8, Z9
 	VPANDD       Z0, Z9, Z9
 	VPADDD       Z1, Z9, Z9
@@ -60038,7 +60236,7 @@ bf16fix94:
 	VFPCLASSPSZ  $0x81, Z8, K3
 	VPBROADCASTD avx512bfnanhigh<>+0(SB), K3, Z9
 	VPERMT2W     Z9, Z2, Z9
-	JMP          bf16fixed95
+	JMP          bf16fixed96
 
 // func avx512bf16NarrowBF16(dst uintptr, src uintptr, n int)
 // Requires: AVX, AVX512BF16, AVX512BW, AVX512DQ, AVX512F

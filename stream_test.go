@@ -11,16 +11,17 @@ import (
 // the generic kernel's touchRow) forced on or off, whatever the size. Forced on, it lets the
 // kernels' pipe (flagPipe) take the rows that qualify, whatever their length (pipeAbove 0), on a
 // pseudo-random half of the calls, and the backward's prefetches ahead (flagAhead, with
-// flagNext), its prefetch of the next row alone (flagNext, whatever the row length) and its pipe
-// (backPipe, whatever the row length) each on a half drawn apart, whatever the CPU, so that the
+// flagNext), its prefetch of the next row alone (flagNext, whatever the row length), its pipe
+// (backPipe, whatever the row length) and the forward's prefetch of a residual job's next row of
+// x (flagNext, whatever the row length) each on a half drawn apart, whatever the CPU, so that the
 // tests that stream run the kernels both ways (a bit that alternated would line up with loops
 // that stream an even number of times per iteration).
 func withStreaming(on bool, f func()) {
 	saved, savedPipe, savedAbove, savedAhead := streamBytes, pipeRows, pipeAbove, aheadRows
-	savedBack, savedBackAbove, savedNext := backPipe, backPipeAbove, nextRows
+	savedBack, savedBackAbove, savedNext, savedNextRes := backPipe, backPipeAbove, nextRows, nextResidual
 	defer func() {
 		streamBytes, pipeRows, pipeAbove, aheadRows = saved, savedPipe, savedAbove, savedAhead
-		backPipe, backPipeAbove, nextRows = savedBack, savedBackAbove, savedNext
+		backPipe, backPipeAbove, nextRows, nextResidual = savedBack, savedBackAbove, savedNext, savedNextRes
 	}()
 	streamBytes = math.MaxInt
 	if on {
@@ -30,9 +31,12 @@ func withStreaming(on bool, f func()) {
 		pipeRows = streamState>>63 == 1
 		aheadRows = streamState>>62&1 == 1
 		backPipe = streamState>>61&1 == 1
-		nextRows = [2]int{1, 0}
+		nextRows, nextResidual = [2]int{1, 0}, [2]int{1, 0}
 		if streamState>>60&1 == 1 {
 			nextRows = [2]int{0, math.MaxInt}
+		}
+		if streamState>>59&1 == 1 {
+			nextResidual = [2]int{0, math.MaxInt}
 		}
 	}
 	f()
@@ -300,6 +304,52 @@ func samePiped(t *testing.T, name string, gotAll, wantAll []float32, outs ...pip
 	for _, o := range outs {
 		if i := firstDiff(o.got, o.want); i >= 0 {
 			t.Fatalf("%s: %s[%d] = %v, want %v", name, o.name, i, o.got[i], o.want[i])
+		}
+	}
+}
+
+// TestNextResidualFlag checks which forward jobs setMemoryFlags gives flagNext: streamed float32
+// rows (into float32 or 16-bit rows) with a residual, out of place, of a length within
+// nextResidual; no others.
+func TestNextResidualFlag(t *testing.T) {
+	saved, savedNext := streamBytes, nextResidual
+	defer func() { streamBytes, nextResidual = saved, savedNext }()
+	const rows = 4
+	for _, c := range []struct {
+		name              string
+		d                 int
+		f                 format
+		residual, inPlace bool
+		small             bool
+		want              bool
+	}{
+		{name: "float32 rows of 4096 with a residual", d: 4096, f: formatF32, residual: true, want: true},
+		{name: "rows of 64", d: 64, f: formatF32, residual: true, want: true},
+		{name: "rows of 4097", d: 4097, f: formatF32, residual: true},
+		{name: "into bfloat16", d: 1024, f: formatToBF16, residual: true, want: true},
+		{name: "into float16", d: 1024, f: formatToF16, residual: true, want: true},
+		{name: "bfloat16 rows", d: 1024, f: formatBF16, residual: true},
+		{name: "float16 rows", d: 1024, f: formatF16, residual: true},
+		{name: "no residual", d: 1024, f: formatF32},
+		{name: "in place", d: 1024, f: formatF32, residual: true, inPlace: true},
+		{name: "rows in cache", d: 1024, f: formatF32, residual: true, small: true},
+	} {
+		x, res := make([]float32, rows*c.d), make([]float32, rows*c.d)
+		dst := ptr(make([]float32, rows*c.d))
+		if c.inPlace {
+			dst = ptr(x)
+		}
+		j := job{dst: dst, x: ptr(x), d: c.d, stride: c.d, dstStride: c.d, rows: rows, format: c.f}
+		if c.residual {
+			j.res = ptr(res)
+		}
+		streamBytes, nextResidual = 0, [2]int{1, 4096}
+		if c.small {
+			streamBytes = math.MaxInt
+		}
+		j.setMemoryFlags()
+		if got := j.flags&flagNext != 0; got != c.want {
+			t.Errorf("%s: flagNext %v, want %v (flags %#x)", c.name, got, c.want, j.flags)
 		}
 	}
 }

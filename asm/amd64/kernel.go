@@ -59,8 +59,8 @@ var prefetch = PREFETCHT0
 // aheadBytes is how far ahead of its loads a loop that reads rows from memory prefetches them, in
 // bytes, where it does: the pipe (FlagPipe) its next row, and the backward's sum passes under
 // FlagAhead (whose CPUs also take FlagNext, with which the dx pass, when dx goes out with
-// non-temporal stores, prefetches the next row; see bgen.dxLoop). The hardware prefetchers alone leave memory idle part of the time there.
-// The backward's pipe (bgen.pipeLoop) prefetches its next row as far ahead; streamrule.BackwardPipe
+// non-temporal stores, prefetches the next row; see bgen.dxLoop). The hardware prefetchers alone
+// leave memory idle part of the time there. The backward's pipe (bgen.pipeLoop) prefetches its next row as far ahead; streamrule.BackwardPipe
 // has what that measured. For the first two, on a Zen 3 (the only CPU that took either then), the
 // function with the prefetch against the one without, alternated in one process (the median of
 // the pairs' time ratios, new/old; the same function against itself gave 0.99-1.02):
@@ -152,6 +152,10 @@ type gen struct {
 	// pfRow, when set, is the row the centered pass prefetches under flagPF instead of the row
 	// after it: the backward pass's dy (layer_backward.go).
 	pfRow GPVirtual
+	// pfAdd, set while the non-temporal scale loop of float32 rows is emitted, holds the row of
+	// the rows added (a residual job's x) that prefetchLines brings in beside the next row of h
+	// under FlagNext, or 0 (see setPFAdd).
+	pfAdd GPVirtual
 
 	bf bfRegs     // AVX-512 bfloat16: the rounding constants
 	rc loopRegs   // AVX2 bfloat16: the constants of a scale or conversion loop (holdConsts)
@@ -1232,11 +1236,16 @@ func (g *gen) scale(src GPVirtual, invv, one VecVirtual) {
 	Label("scalentgo")
 	// pf and fl set again, so that neither is live across partout, which needs the registers.
 	t := g.pfOffset(1)
+	if !g.in16() {
+		g.pfAdd = GP64()
+		g.setPFAdd(t)
+	}
 	ADDQ(src, t)
 	MOVQ(t, pf)
 	// Rows from memory do not notice a test per iteration (see weighLoop).
 	MOVL(g.flags(), fl)
 	g.scaleLoop("scalentloop", src, i, lim, pf, fl, invv, one, true, byFlag)
+	g.pfAdd = nil
 
 	Label("scaletail")
 	ADDQ(U32((unroll-1)*s.lanes), lim)
@@ -1374,6 +1383,35 @@ func (g *gen) prefetchLines(pf, i GPVirtual) {
 	for off := 0; off < unroll*g.s.lanes*g.eb; off += 64 {
 		prefetch(g.at(pf, i, off))
 	}
+	if g.pfAdd != nil {
+		none := g.label("noadd")
+		TESTQ(g.pfAdd, g.pfAdd)
+		JZ(LabelRef(none))
+		for off := 0; off < unroll*g.s.lanes*g.eb; off += 64 {
+			prefetch(g.at(g.pfAdd, i, off))
+		}
+		Label(none)
+	}
+}
+
+// setPFAdd sets pfAdd, for the non-temporal scale loop of float32 rows, to the row of the rows
+// added (the job's x, in res after the prologue's exchange) off bytes on from this one under
+// FlagNext, which the Go side sets on a job with a residual only, and to 0 without it. Those
+// rows' sum pass does not prefetch (see sumSquares): the scale pass of a row brings in the next
+// row of h, and under FlagNext of x too (streamrule.NextResidual has the measurements). 16-bit
+// rows' sum pass prefetches x two rows ahead itself. The test per iteration costs the rows
+// without the flag nothing measurable: they come from memory (see weighLoop).
+func (g *gen) setPFAdd(off GPVirtual) {
+	MOVQ(g.res, g.pfAdd)
+	ADDQ(off, g.pfAdd)
+	// A mask of all ones under FlagNext, else 0: no branch, and no CMOV, which dispatch does not
+	// check for.
+	m := GP64()
+	XORL(m.As32(), m.As32())
+	TESTL(U32(spec.FlagNext), g.flags())
+	SETNE(m.As8())
+	NEGQ(m)
+	ANDQ(m, g.pfAdd)
 }
 
 // compute returns vector u (of the lanes from element i) of the scale pass's output, before it is

@@ -3,7 +3,8 @@
 // (non-temporal stores out of place, prefetches of the rows ahead), whether the kernels sum the
 // next float32 (or float16) row inside the scale pass of the row before (Pipe; PipeAbove for
 // RMSNorm's rows, PipeMinTo16 for float32 rows written as float16), whether the backward kernels
-// prefetch 1 KiB ahead (Ahead), and which calls of float32 rows, in cache or streamed, go one row
+// prefetch 1 KiB ahead (Ahead) or their dx pass the next row (Next), whether the scale pass of
+// rows with a residual prefetches the next row of x beside that of h (NextResidual), and which calls of float32 rows, in cache or streamed, go one row
 // at a time through the kernels' one-row path (Rows), and how much memory a goroutine of a call
 // split by Norm.Workers moves (Workers). The package uses it at init, and the bench command prints
 // the streaming threshold (Bytes) and the split's (Workers); nothing else of the module needs it.
@@ -618,11 +619,50 @@ func Ahead(c CPU) bool { return zen3(c) || meshXeon(c) }
 //
 // With DW, rows of 8192 and longer lose (their P row and the prefetched next row crowd the L1
 // that the dx pass works in; PREFETCHT1 lost less, 3237 and 6714 ns, but still lost); rows of
-// 128 lose a third (each row costs as many prefetches as loads); rows of 1024 are even on avx512
-// and gain 8-10% on avx2. Rows of 7168 gain without DW alone: the rule stops at 6144.
+// 128 lose 38-49% (each row costs as many prefetches as loads); rows of 1024 on avx512 moved
+// between 7% slower and 9% faster from run to run (the rule applied, against off: 358 -> 327 with
+// DW, 289 -> 265 without) and gain 8-10% on avx2. Rows of 7168 gain without DW alone: the rule
+// stops at 6144.
 func Next(c CPU) (lo, hi int) {
 	if zen5(c) {
 		return 1024, 6144
+	}
+	return 1, 0
+}
+
+// NextResidual returns the row lengths, lo <= d <= hi in floats, for which the scale pass of
+// streamed float32 rows with a residual, out of place, prefetches the next row of x beside that
+// of h (FlagNext on a forward job) on c: on Zen 5, rows of up to 4096; elsewhere none (lo > hi).
+// The sum pass of such a row reads x and h's old value (the residual) from memory, and without
+// it the scale pass of the row before brings in the residual's row alone. Measured on the Zen 5
+// above, 2026-12-06, alternated in one process, 7-9 rounds, min ns per row, the prefetch off
+// and on (every length), Apply with a residual / ApplyToBF16 with one / LayerNorm (Center,
+// Weight, Bias) with one:
+//
+//	avx512  32768x128    27.8 -> 25.8 / 26.7 -> 24.2 / 34.1 -> 31.4
+//	        16384x1024    351 -> 310  /  303 -> 250  /  425 -> 321
+//	        4096x2048     601 -> 541  /  535 -> 459  /  772 -> 598
+//	        2048x4096    1299 -> 1309 / 1055 -> 986  / 1754 -> 1623 (three earlier runs: 1353-1664
+//	                     -> 1391-1601, 1167-1580 -> 1239-1361, 2031-2202 -> 1694-1827)
+//	        16384x4096   1862 -> 1681 / 1592 -> 1448 / 2453 -> 2311
+//	        512x8192     2491-2842 -> 2497-2665 / 2318-2809 -> 2326-2518 / 3176-4558 -> 3242-4042
+//	        1024x6144    1912-2492 -> 2123-2445 / 1759-1925 -> 1834-2195 / 2665-3640 -> 2811-3561
+//	avx2    32768x128    31.0 -> 28.1 / 40.8 -> 37.5 / 41.6 -> 38.7
+//	        16384x1024    346 -> 318  /  325 -> 263  /  455 -> 350
+//	        4096x2048     710 -> 629  /  686 -> 527  /  867 -> 690
+//	        2048x4096    1370 -> 1299 / 1279 -> 931  / 1731 -> 1633
+//	        16384x4096   2000 -> 1819 / 1797 -> 1399 / 2540 -> 2419
+//	        512x8192     2551 -> 2382 / 2562 -> 1964 / 3118 -> 3508
+//
+// Rows of 6144 and 8192 came out even or slower in the best rounds (four runs of 512x8192, three
+// of 1024x6144; a fourth of 2048x4096, on a disturbed VM, left out above): the rule stops at 4096.
+// In place (ordinary stores into x's rows) rows of 4096 and 8192 measured 20-34% slower with it,
+// so it is for rows out of place alone. Beside a C kernel that prefetches
+// both rows the same way, in one process, Apply with a residual took 1.09-1.14x its time at
+// 16384x4096 before and 0.97-0.99x after (2048x4096: 1.00-1.07x, 0.97-1.13x).
+func NextResidual(c CPU) (lo, hi int) {
+	if zen5(c) {
+		return 1, 4096
 	}
 	return 1, 0
 }

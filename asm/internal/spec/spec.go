@@ -365,7 +365,8 @@ const (
 	FlagPipe = 64
 	// FlagAhead (backward, rows from memory, on the CPUs of streamrule.Ahead): the sum passes
 	// prefetch the rows they read 1 KiB ahead of their loads, where the hardware prefetchers
-	// alone leave memory idle part of the time. The Go side sets FlagNext with it.
+	// alone leave memory idle part of the time. The Go side sets FlagNext with it when dx goes
+	// out with FlagNT.
 	FlagAhead = 128
 	// FlagRows (float32 rows into float32 rows, d a multiple of 64, a plain weight, no
 	// residual, for the calls streamrule.Rows picks: in cache, rows of at most RowsMax (up to
@@ -383,11 +384,14 @@ const (
 	// only with it. The Go side sets it where streamrule.LayerGroups and streamrule.LongGroups
 	// say so. The bits are the same either way.
 	FlagGroups = 512
-	// FlagNext (backward, rows from memory, dx out with non-temporal stores, FlagNT): the dx pass,
-	// which works from the cache, prefetches the next row's x and dy, so that memory is not idle
-	// while the row's dx goes out and the next row's sum pass finds them in the cache. The Go side
-	// sets it on the CPUs of streamrule.Ahead (with FlagAhead) and for the rows of streamrule.Next.
-	// The bits are the same either way.
+	// FlagNext (rows from memory, the output out with non-temporal stores, FlagNT): the pass that
+	// works from the cache prefetches the next row of every row the next row's first pass reads,
+	// so that memory is not idle while the row goes out and that pass finds them in the cache. On
+	// a backward job the dx pass prefetches the next row's x and dy; the Go side sets it on the
+	// CPUs of streamrule.Ahead (with FlagAhead) and for the rows of streamrule.Next. On a forward
+	// job with a residual (float32 rows in), the scale pass, which prefetches the next row of h
+	// under FlagPF, prefetches the next row of x too; the Go side sets it for the rows of
+	// streamrule.NextResidual, on residual jobs alone. The bits are the same either way.
 	FlagNext = 1024
 )
 
@@ -431,7 +435,7 @@ func GoSpec(header string) string {
 	fmt.Fprintf(&b, "\tflagAhead = %d // backward streaming: the sum passes prefetch 1 KiB ahead\n", FlagAhead)
 	fmt.Fprintf(&b, "\tflagRows = %d // float32 rows one at a time through the one-row path (streamrule.Rows): in cache, of at most rowsMax (up to groupMax where the rule says so) or above groupMax; streamed (with flagNT and flagPF alone), of at most rowsMax (the same)\n", FlagRows)
 	fmt.Fprintf(&b, "\tflagGroups = %d // the AVX-512 forward functions take rows of at most longGroupMax four at a time (streamrule.LayerGroups, LongGroups): without it the Layer ones none, the RMSNorm ones those of at most groupMax\n", FlagGroups)
-	fmt.Fprintf(&b, "\tflagNext = %d // backward streaming, dx out with flagNT: the dx pass prefetches the next row's x and dy\n", FlagNext)
+	fmt.Fprintf(&b, "\tflagNext = %d // streaming with flagNT: backward, the dx pass prefetches the next row's x and dy; forward with a residual, the scale pass the next row's x beside h's\n", FlagNext)
 	b.WriteString(")\n\n")
 	fmt.Fprintf(&b, "// gradBlock is the number of rows summed into one partial sum of the weight gradient.\nconst gradBlock = %d\n\n", GradBlock)
 	fmt.Fprintf(&b, "// groupMax is the longest row the kernels normalize four at a time (the AVX-512 ones under flagGroups: longGroupMax).\nconst groupMax = %d\n\n", GroupMax)

@@ -367,6 +367,63 @@ func TestAsmPipe(t *testing.T) {
 	}
 }
 
+// TestAsmNextResidualRow checks the address the forward functions prefetch under flagNext: the
+// register that SETNE's mask keeps must have been copied from the job's x (the register the
+// prologue loads job_res into and then exchanges, so that it holds x), and a prefetch must read
+// through it. A prefetch of the wrong row changes no bit, so no other test would notice.
+func TestAsmNextResidualRow(t *testing.T) {
+	field := func(l string) string { return strings.Join(strings.Fields(l), " ") }
+	n := 0
+	for _, fn := range parseAsm(t) {
+		if strings.Contains(fn.name, "Backward") {
+			continue
+		}
+		x := "" // the register that holds the job's x after the prologue
+		for i, l := range fn.lines {
+			l = field(l)
+			if r, ok := strings.CutPrefix(l, "MOVQ job_res+0(AX), "); ok && x == "" {
+				x = r
+			}
+			if !strings.HasPrefix(l, "SETNE ") {
+				continue
+			}
+			n++
+			// XORL m, m; TESTL flag; SETNE m; NEGQ m; ANDQ m, p, with p = x + offset before it.
+			var p, src string
+			if i+2 < len(fn.lines) {
+				if a, ok := strings.CutPrefix(field(fn.lines[i+2]), "ANDQ "); ok {
+					_, p, _ = strings.Cut(a, ", ")
+				}
+			}
+			for k := i - 1; k >= 0 && k >= i-6; k-- {
+				if a, ok := strings.CutPrefix(field(fn.lines[k]), "MOVQ "); ok {
+					if from, to, _ := strings.Cut(a, ", "); to == p {
+						src = from
+						break
+					}
+				}
+			}
+			if p == "" || x == "" || src != x {
+				t.Errorf("%s: the row flagNext prefetches starts from %q (kept in %q); the job's x is in %q", fn.name, src, p, x)
+				continue
+			}
+			used := false
+			for _, a := range fn.lines[i:] {
+				if strings.HasPrefix(field(a), "PREFETCHT0 ") && strings.Contains(a, "("+p+")") {
+					used = true
+					break
+				}
+			}
+			if !used {
+				t.Errorf("%s: no prefetch reads through %s", fn.name, p)
+			}
+		}
+	}
+	if n == 0 {
+		t.Fatal("no forward function masks its flagNext row with SETNE")
+	}
+}
+
 // TestAsmAhead holds the functions that test flagAhead to the float32 backward functions of avx2
 // and avx512, and those that test flagNext to the same and to the forward functions of float32
 // rows in (into float32 or 16-bit rows, RMSNorm's and LayerNorm's: their scale pass prefetches a

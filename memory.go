@@ -43,8 +43,8 @@ import "github.com/gosimd/rmsnorm/internal/streamrule"
 //     RoundNormalized); on Sapphire Rapids and Emerald Rapids the AVX-512 kernel's, float32 rows
 //     into float32, RMSNorm's longer than pipeAbove.
 //
-// The generic kernel ignores flagNT, flagPipe and flagNext, and for flagPF reads a float32 row without a
-// residual once in order before summing it (touchRow).
+// The generic kernel ignores flagNT, flagPipe and flagNext, and for flagPF reads a float32 row
+// without a residual once in order before summing it (touchRow).
 func (j *job) setMemoryFlags() {
 	if j.stride != j.d {
 		j.flags |= flagPF

@@ -17,8 +17,10 @@ func TestAlignLoops(t *testing.T) {
 	if got, err := alignLoops([]byte(back)); err != nil || string(got) != back {
 		t.Errorf("backward function: %q, %v; want it unchanged", got, err)
 	}
-	const label = "\nTEXT ·avx512Forward(SB), NOSPLIT, $0-32\n\tJZ skip\n\tNOP\nskip:\nscalentloop:\n\tINCQ AX\n"
-	if _, err := alignLoops([]byte(label)); err == nil || !strings.Contains(err.Error(), "skip:") {
-		t.Errorf("a label right before a loop head: error %v, want one naming the label", err)
+	for _, between := range []string{"", "\t// a comment\n", "\n"} {
+		label := "\nTEXT ·avx512Forward(SB), NOSPLIT, $0-32\n\tJZ skip\n\tNOP\nskip:\n" + between + "scalentloop:\n\tINCQ AX\n"
+		if _, err := alignLoops([]byte(label)); err == nil || !strings.Contains(err.Error(), "skip:") {
+			t.Errorf("a label right before a loop head (%q between): error %v, want one naming the label", between, err)
+		}
 	}
 }

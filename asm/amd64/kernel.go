@@ -60,8 +60,8 @@ var prefetch = PREFETCHT0
 // bytes, where it does: the pipe (FlagPipe) its next row, and the backward's sum passes under
 // FlagAhead (whose CPUs also take FlagNext, with which the dx pass, when dx goes out with
 // non-temporal stores, prefetches the next row; see bgen.dxLoop). The hardware prefetchers alone
-// leave memory idle part of the time there. The backward's pipe (bgen.pipeLoop) prefetches its next row as far ahead; streamrule.BackwardPipe
-// has what that measured. For the first two, on a Zen 3 (the only CPU that took either then), the
+// leave memory idle part of the time there. The backward's pipe (bgen.pipeLoop) prefetches its
+// next row as far ahead; streamrule.BackwardPipe has what that measured. For the first two, on a Zen 3 (the only CPU that took either then), the
 // function with the prefetch against the one without, alternated in one process (the median of
 // the pairs' time ratios, new/old; the same function against itself gave 0.99-1.02):
 //
@@ -1234,7 +1234,8 @@ func (g *gen) scale(src GPVirtual, invv, one VecVirtual) {
 	// The rest of the head goes out as the end of a row does, and comes back (see partout).
 	JMP(LabelRef("partout"))
 	Label("scalentgo")
-	// pf and fl set again, so that neither is live across partout, which needs the registers.
+	// pf and fl set again (and pfAdd set here), so that none is live across partout, which
+	// needs the registers.
 	t := g.pfOffset(1)
 	if !g.in16() {
 		g.pfAdd = GP64()
@@ -1404,8 +1405,9 @@ func (g *gen) prefetchLines(pf, i GPVirtual) {
 func (g *gen) setPFAdd(off GPVirtual) {
 	MOVQ(g.res, g.pfAdd)
 	ADDQ(off, g.pfAdd)
-	// A mask of all ones under FlagNext, else 0: no branch, and no CMOV, which dispatch does not
-	// check for.
+	// A mask of all ones under FlagNext, else 0: no branch (whose label would come right before
+	// the loop's PCALIGN; see alignLoops), and no CMOV, which every amd64 CPU has but
+	// TestAsmRequiresMatchDispatch would have dispatch check for.
 	m := GP64()
 	XORL(m.As32(), m.As32())
 	TESTL(U32(spec.FlagNext), g.flags())

@@ -131,14 +131,16 @@ func alignLoops(src []byte) ([]byte, error) {
 			fns[i] = loopHeads.ReplaceAll(fns[i], []byte("\tPCALIGN $$32\n$1"))
 		}
 		if m := labelBeforeAlign.Find(fns[i]); m != nil {
-			return nil, fmt.Errorf("%s: the label %q comes right before a PCALIGN", name, bytes.TrimSpace(m))
+			label, _, _ := bytes.Cut(m, []byte("\n"))
+			return nil, fmt.Errorf("%s: the label %q comes right before a PCALIGN", name, label)
 		}
 	}
 	return bytes.Join(fns, []byte("\nTEXT ")), nil
 }
 
-// labelBeforeAlign matches a label line followed by a PCALIGN line.
-var labelBeforeAlign = regexp.MustCompile(`(?m)^\w+:\n\tPCALIGN`)
+// labelBeforeAlign matches a label line followed by a PCALIGN line, with only comments or blank
+// lines between them (Avo writes a Comment right after a label).
+var labelBeforeAlign = regexp.MustCompile(`(?m)^\w+:\n(?:[ \t]*(?://.*)?\n)*\tPCALIGN`)
 
 // encodeLines replaces each line encodeLine encodes.
 func encodeLines(src []byte) []byte {

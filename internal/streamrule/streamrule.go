@@ -4,9 +4,9 @@
 // next float32 (or float16) row inside the scale pass of the row before (Pipe; PipeAbove for
 // RMSNorm's rows, PipeMinTo16 for float32 rows written as float16), whether the backward kernels
 // prefetch 1 KiB ahead (Ahead) or their dx pass the next row (Next), whether the scale pass of
-// rows with a residual prefetches the next row of x beside that of h (NextResidual), and which calls of float32 rows, in cache or streamed, go one row
-// at a time through the kernels' one-row path (Rows), and how much memory a goroutine of a call
-// split by Norm.Workers moves (Workers). The package uses it at init, and the bench command prints
+// rows with a residual prefetches the next row of x beside that of h (NextResidual), which calls
+// of float32 rows, in cache or streamed, go one row at a time through the kernels' one-row path
+// (Rows), and how much memory a goroutine of a call split by Norm.Workers moves (Workers). The package uses it at init, and the bench command prints
 // the streaming threshold (Bytes) and the split's (Workers); nothing else of the module needs it.
 package streamrule
 
@@ -654,12 +654,14 @@ func Next(c CPU) (lo, hi int) {
 //	        16384x4096   2000 -> 1819 / 1797 -> 1399 / 2540 -> 2419
 //	        512x8192     2551 -> 2382 / 2562 -> 1964 / 3118 -> 3508
 //
-// Rows of 6144 and 8192 came out even or slower in the best rounds (four runs of 512x8192, three
-// of 1024x6144; a fourth of 2048x4096, on a disturbed VM, left out above): the rule stops at 4096.
+// On avx512 rows of 6144 and 8192 came out even or slower in the best rounds (four runs of
+// 512x8192, three of 1024x6144; a fourth of 2048x4096, on a disturbed VM, left out above); on
+// avx2 512x8192 gained on two of the three calls and lost 12% on LayerNorm, in one run. One rule
+// serves both kernels: it stops at 4096.
 // In place (ordinary stores into x's rows) rows of 4096 and 8192 measured 20-34% slower with it,
 // so it is for rows out of place alone. Beside a C kernel that prefetches
 // both rows the same way, in one process, Apply with a residual took 1.09-1.14x its time at
-// 16384x4096 before and 0.97-0.99x after (2048x4096: 1.00-1.07x, 0.97-1.13x).
+// 16384x4096 before and 0.97-0.99x after (2048x4096: 1.00-1.10x, 0.97-1.13x).
 func NextResidual(c CPU) (lo, hi int) {
 	if zen5(c) {
 		return 1, 4096

@@ -56,7 +56,7 @@ func (j *job) setMemoryFlags() {
 			if pipeRows && j.pipes() {
 				j.flags |= flagPipe
 			}
-			if j.res != nil && j.format.in() == formatF32 && nextResidual[0] <= j.d && j.d <= nextResidual[1] {
+			if j.res != nil && j.format.in() == formatF32 && within(nextResidual, j.d) {
 				j.flags |= flagNext
 			}
 		}
@@ -110,10 +110,8 @@ func (j *job) rowBytes() uintptr {
 // On a Zen 5 the next row's prefetch in the dx pass gains 4-19% on rows of 1536-6144 on avx512
 // and 8-38% on avx2, and loses on rows of 128 (38-49%: each row costs as many prefetches as
 // loads) and, with DW, on rows of 8192 and more; the sum passes' prefetches gain nothing there on
-// top of it.
-// On Zen 3 the two together measured 2-17% faster, and on Sapphire Rapids and Emerald Rapids
-// 0-8% (avx512). The LayerNorm ones on
-// amd64 read x twice from cache (its centered squares) before they first read dy: with flagPF that
+// top of it. On Zen 3 the two together measured 2-17% faster, and on Sapphire Rapids and Emerald
+// Rapids 0-8% (avx512). The LayerNorm ones on amd64 read x twice from cache (its centered squares) before they first read dy: with flagPF that
 // pass prefetches the row's dy, so that memory is not idle through it; 2048x4096 measured 5-20%
 // faster on a Zen 5 (avx512 and avx2, ten interleaved runs). Their pass over x and dy, from the
 // cache too, prefetches the next row's x: 8-18% faster again. NEON's do not prefetch.
@@ -126,7 +124,7 @@ func (j *job) setBackwardMemoryFlags() {
 		if aheadRows {
 			j.flags |= flagAhead
 		}
-		if j.flags&flagNT != 0 && (aheadRows || nextRows[0] <= j.d && j.d <= nextRows[1]) {
+		if j.flags&flagNT != 0 && (aheadRows || within(nextRows, j.d)) {
 			j.flags |= flagNext
 		}
 		if backPipe && j.backwardPipes() {
@@ -134,6 +132,13 @@ func (j *job) setBackwardMemoryFlags() {
 		}
 	}
 }
+
+// within reports whether lo <= d <= hi for r = [lo, hi], a range of row lengths of a rule
+// (nextRows, nextResidual; empty when lo > hi).
+func within(r [2]int, d int) bool { return r[0] <= d && d <= r[1] }
+
+// span is [lo, hi], a rule's range of row lengths as within takes it.
+func span(lo, hi int) [2]int { return [2]int{lo, hi} }
 
 // backwardPipes reports whether the rows of a streamed backward job can go through the AVX2
 // RMSNorm functions' pipe (flagPipe, on the CPUs of streamrule.BackwardPipe), whose loop has no

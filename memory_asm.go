@@ -61,16 +61,13 @@ var aheadRows = streamrule.Ahead(streamrule.Host())
 // dx pass prefetches the next row where aheadRows does not hold (flagNext alone), as
 // streamrule.Next decides from cpuid: 1024-6144 on Zen 5, none elsewhere. A variable so that
 // tests can run the kernels both ways.
-var nextRows = func() [2]int { lo, hi := streamrule.Next(streamrule.Host()); return [2]int{lo, hi} }()
+var nextRows = span(streamrule.Next(streamrule.Host()))
 
 // nextResidual are the row lengths, nextResidual[0] <= d <= nextResidual[1], for which the scale
 // pass of streamed float32 rows with a residual prefetches the next row of x beside that of h
 // (flagNext on a forward job; see setMemoryFlags), as streamrule.NextResidual decides from cpuid:
 // up to 4096 on Zen 5, none elsewhere. A variable so that tests can run the kernels both ways.
-var nextResidual = func() [2]int {
-	lo, hi := streamrule.NextResidual(streamrule.Host())
-	return [2]int{lo, hi}
-}()
+var nextResidual = span(streamrule.NextResidual(streamrule.Host()))
 
 // backPipe is whether streamed backward rows go through the AVX2 RMSNorm backward functions' pipe
 // (flagPipe on a backward job; see setBackwardMemoryFlags), as streamrule decides from cpuid: on

@@ -25,10 +25,10 @@ func TestHostRules(t *testing.T) {
 	if want := streamrule.Ahead(c); initAheadRows != want {
 		t.Errorf("aheadRows = %v, streamrule.Ahead says %v", initAheadRows, want)
 	}
-	if lo, hi := streamrule.Next(c); initNextRows != [2]int{lo, hi} {
+	if lo, hi := streamrule.Next(c); initNextRows != span(lo, hi) {
 		t.Errorf("nextRows = %v, streamrule.Next says %d, %d", initNextRows, lo, hi)
 	}
-	if lo, hi := streamrule.NextResidual(c); initNextResidual != [2]int{lo, hi} {
+	if lo, hi := streamrule.NextResidual(c); initNextResidual != span(lo, hi) {
 		t.Errorf("nextResidual = %v, streamrule.NextResidual says %d, %d", initNextResidual, lo, hi)
 	}
 	if want := streamrule.BackwardPipe(c); initBackPipe != want {

@@ -30,8 +30,8 @@ var (
 // assembly kernels, which this build does not have.
 var (
 	aheadRows    = false
-	nextRows     = [2]int{1, 0}
-	nextResidual = [2]int{1, 0}
+	nextRows     = span(1, 0)
+	nextResidual = span(1, 0)
 )
 
 // backPipe is false: flagPipe is for the assembly kernels, which this build does not have.

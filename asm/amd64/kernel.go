@@ -61,9 +61,10 @@ var prefetch = PREFETCHT0
 // FlagAhead (whose CPUs also take FlagNext, with which the dx pass, when dx goes out with
 // non-temporal stores, prefetches the next row; see bgen.dxLoop). The hardware prefetchers alone
 // leave memory idle part of the time there. The backward's pipe (bgen.pipeLoop) prefetches its
-// next row as far ahead; streamrule.BackwardPipe has what that measured. For the first two, on a Zen 3 (the only CPU that took either then), the
-// function with the prefetch against the one without, alternated in one process (the median of
-// the pairs' time ratios, new/old; the same function against itself gave 0.99-1.02):
+// next row as far ahead; streamrule.BackwardPipe has what that measured. For the first two, on a
+// Zen 3 (the only CPU that took either then), the function with the prefetch against the one
+// without, alternated in one process (the median of the pairs' time ratios, new/old; the same
+// function against itself gave 0.99-1.02):
 //
 //   - the pipe, Forward, 60 pairs, three runs: PREFETCHT0 1024 bytes ahead 2048x4096
 //     0.894-0.941, 16384x4096 0.946-0.970, 512x8192 0.902-0.921, 8192x1024 0.970-0.982;

@@ -22,7 +22,7 @@ import (
 type asmFunc struct {
 	name     string
 	requires []string
-	lines    []string // instructions (those written as BYTEs by their comment)
+	lines    []string // instructions (those written as BYTEs by their comment), one space between fields
 }
 
 func parseAsm(t *testing.T) []asmFunc {
@@ -48,6 +48,8 @@ func parseAsm(t *testing.T) []asmFunc {
 				l = instr // an instruction the assembler does not know, as bytes (asm/amd64/bf16cvt.go)
 			}
 			if l != "" && !strings.HasPrefix(l, "//") {
+				// Avo pads operands into columns; one space apart, lines compare as written.
+				l = strings.Join(strings.Fields(l), " ")
 				fns[len(fns)-1].lines = append(fns[len(fns)-1].lines, l)
 			}
 		}
@@ -336,7 +338,7 @@ func flagTesters(t *testing.T, flag int) []string {
 	var got []string
 	for _, fn := range parseAsm(t) {
 		for _, l := range fn.lines {
-			if strings.Join(strings.Fields(l), " ") == test {
+			if l == test {
 				got = append(got, fn.name)
 				break
 			}
@@ -372,7 +374,6 @@ func TestAsmPipe(t *testing.T) {
 // prologue loads job_res into and then exchanges, so that it holds x), and a prefetch must read
 // through it. A prefetch of the wrong row changes no bit, so no other test would notice.
 func TestAsmNextResidualRow(t *testing.T) {
-	field := func(l string) string { return strings.Join(strings.Fields(l), " ") }
 	n := 0
 	for _, fn := range parseAsm(t) {
 		if strings.Contains(fn.name, "Backward") {
@@ -380,7 +381,6 @@ func TestAsmNextResidualRow(t *testing.T) {
 		}
 		x := "" // the register that holds the job's x after the prologue
 		for i, l := range fn.lines {
-			l = field(l)
 			if r, ok := strings.CutPrefix(l, "MOVQ job_res+0(AX), "); ok && x == "" {
 				x = r
 			}
@@ -391,12 +391,12 @@ func TestAsmNextResidualRow(t *testing.T) {
 			// XORL m, m; TESTL flag; SETNE m; NEGQ m; ANDQ m, p, with p = x + offset before it.
 			var p, src string
 			if i+2 < len(fn.lines) {
-				if a, ok := strings.CutPrefix(field(fn.lines[i+2]), "ANDQ "); ok {
+				if a, ok := strings.CutPrefix(fn.lines[i+2], "ANDQ "); ok {
 					_, p, _ = strings.Cut(a, ", ")
 				}
 			}
 			for k := i - 1; k >= 0 && k >= i-6; k-- {
-				if a, ok := strings.CutPrefix(field(fn.lines[k]), "MOVQ "); ok {
+				if a, ok := strings.CutPrefix(fn.lines[k], "MOVQ "); ok {
 					if from, to, _ := strings.Cut(a, ", "); to == p {
 						src = from
 						break
@@ -409,7 +409,7 @@ func TestAsmNextResidualRow(t *testing.T) {
 			}
 			used := false
 			for _, a := range fn.lines[i:] {
-				if strings.HasPrefix(field(a), "PREFETCHT0 ") && strings.Contains(a, "("+p+")") {
+				if strings.HasPrefix(a, "PREFETCHT0 ") && strings.Contains(a, "("+p+")") {
 					used = true
 					break
 				}

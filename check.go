@@ -135,7 +135,7 @@ func forwardRows[T elem](nm *names, f format, dst, x []T, w []float32, eps float
 	v := forwardVariant[f][weighted][0] // k and v are read before j is declared: see job.init
 	var j job
 	j.init(ptr(dst), ptr(x), ptr(w), d, d, d, eps, 0, uint32(k)*numEntries+uint32(v), weighted, f, v, nil, nil, nil, nil, rows)
-	if f != formatF32 && d > groupMax { // only 16-bit rows this long may get flagGroups: no call for the others
+	if d > groupMax { // only rows this long may get flagGroups here: no call for the others
 		j.setGroups(k)
 	}
 	if 2*nb >= uintptr(streamBytes) { // x and dst could fill the cache
@@ -299,22 +299,24 @@ func applyRows[D, T elem](n *Norm, r *rowsOf[D, T], f format, k kernelID) bool {
 
 // setGroups sets flagGroups on the validated forward job j of kernel k when k is the AVX-512
 // kernel and its rule says so: LayerNorm's rows (j.layer) from avx512LayerGroups (not 0) to
-// longGroupMax, and with avx512LongGroups RMSNorm's 16-bit rows (in, out or both) longer than
-// groupMax, up to longGroupMax (shorter ones group without it); of rows longer than groupMax, only
-// those in cache (the AVX-512 groups of such rows were measured faster there alone). The AVX2
-// functions take groups of rows of at most groupMax without it. A float32-into-float32 RMSNorm
-// job never gets it: its function's one-row path compares the flags word exactly, and does not
-// test the flag.
+// longGroupMax, and with avx512LongGroups RMSNorm's rows longer than groupMax, up to longGroupMax
+// (shorter ones group without it), 16-bit rows (in, out or both) in cache and float32 ones when
+// the call moves at most f32GroupBytes; of rows longer than groupMax, only those in cache (the
+// AVX-512 groups of such rows were measured faster there alone). The AVX2 functions take groups
+// of rows of at most groupMax without it.
 func (j *job) setGroups(k kernelID) {
 	d := j.d
 	switch {
-	case k != kernelAVX512 && k != kernelAVX512BF16 || d > longGroupMax:
+	case k != kernelAVX512 && k != kernelAVX512BF16 || d > longGroupMax || j.rows < 4:
+		// (A group takes four rows; with fewer the flag would only cost its tests.)
 		return
 	case j.layer():
 		if from := avx512LayerGroups; from == 0 || d < from {
 			return
 		}
-	case !avx512LongGroups || j.format == formatF32 || d <= groupMax:
+	case !avx512LongGroups || d <= groupMax:
+		return
+	case j.format == formatF32 && j.rowBytes()*uintptr(j.rows) > uintptr(f32GroupBytes):
 		return
 	}
 	if d > groupMax && j.fromMemory() {

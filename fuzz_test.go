@@ -56,10 +56,14 @@ func addForwardSeeds(f *testing.F) {
 	f.Add(uint16(4096), uint8(1), uint32(0), []byte{1, 0xff, 0xff, 0x7f, 0x7f, 0, 0, 0x80, 0x7f})
 	f.Add(uint16(65), uint8(3), uint32(0), []byte{1, 1, 0, 0, 0, 0, 0, 0, 0x80})
 	f.Add(uint16(63), uint8(4), uint32(0), []byte{1, 0, 0, 0x80, 0x3f, 0, 0, 0x80, 0x1f, 1, 0, 0, 0})
+	// Rows of 768 and 1024 that the AVX-512 function can take four at a time: four and five rows.
+	f.Add(uint16(767), uint8(3), math.Float32bits(1e-6), []byte{0, 1, 2, 3, 4, 5, 6, 7, 8})
+	f.Add(uint16(1023), uint8(4), math.Float32bits(1e-5), []byte{0, 9, 9, 9, 64, 1, 2, 3, 200})
 }
 
 // FuzzForward runs Forward on the fuzzer's rows, every kernel against generic: out of place, in
-// place, and streamed (streamRows: rows of 64 and 128 through the one-row path's streamed loop).
+// place, streamed (streamRows: rows of 64 and 128 through the one-row path's streamed loop), and
+// with the AVX-512 groups of rows longer than groupMax on (withLongGroups).
 func FuzzForward(f *testing.F) {
 	addForwardSeeds(f)
 	f.Fuzz(func(t *testing.T, d16 uint16, rows8 uint8, epsBits uint32, data []byte) {
@@ -82,6 +86,11 @@ func FuzzForward(f *testing.F) {
 			if i := firstDiff(streamed, want); i >= 0 {
 				t.Fatalf("%s d=%d eps=%g streamed: y[%d] = %v, generic gives %v", k, len(w), eps, i, streamed[i], want[i])
 			}
+			grouped := make([]float32, len(x))
+			withLongGroups(func() { forwardWith(k, grouped, x, w, eps) })
+			if i := firstDiff(grouped, want); i >= 0 {
+				t.Fatalf("%s d=%d eps=%g long groups: y[%d] = %v, generic gives %v", k, len(w), eps, i, grouped[i], want[i])
+			}
 		}
 	})
 }
@@ -96,14 +105,21 @@ func streamRows(f func()) {
 }
 
 // FuzzApply drives every variant of Norm.Apply: the flags byte picks the weight form, the
-// residual, 1/rms out, in place and streaming stores; gap is Stride - d.
+// residual, 1/rms out, in place and streaming stores; gap is Stride - d. With the top bit of
+// rows8 the AVX-512 function groups rows longer than groupMax (withLongGroups), else as the
+// CPU's rule says.
 func FuzzApply(f *testing.F) {
 	f.Add(uint16(4), uint8(2), uint8(0), uint8(0), math.Float32bits(1e-6), []byte{0, 1, 2, 3, 4, 5, 6, 7, 8})
 	f.Add(uint16(130), uint8(4), uint8(3), uint8(0x1d), math.Float32bits(1e-5), []byte{0, 9, 9, 9, 64, 1, 2, 3, 200})
 	f.Add(uint16(513), uint8(9), uint8(1), uint8(0x2e), uint32(0), []byte{1, 0, 0, 0x80, 0x7f, 1, 2, 3, 4})
+	f.Add(uint16(767), uint8(128), uint8(0), uint8(0x08), math.Float32bits(1e-6), []byte{0, 1, 2, 3, 4, 5, 6, 7, 8}) // 4x768 in groups, with Inv
 	f.Fuzz(func(t *testing.T, d16 uint16, rows8, gap8, flags uint8, epsBits uint32, data []byte) {
 		x, w, eps := fuzzInput(d16, rows8, epsBits, data)
 		d, rows := len(w), len(x)/len(w)
+		if rows8&128 != 0 {
+			defer func(on bool, b int) { avx512LongGroups, f32GroupBytes = on, b }(avx512LongGroups, f32GroupBytes)
+			avx512LongGroups, f32GroupBytes = true, math.MaxInt
+		}
 		res := make([]float32, len(x))
 		for i := range res {
 			res[i] = x[len(x)-1-i] * 0.5

@@ -15,7 +15,7 @@ const (
 	flagPipe   = 64   // streaming (AVX2: float32 rows into float32 or float16, float16 rows into float16; AVX-512: float32 rows into float32): the scale pass of a row sums the next row's squares (LayerNorm: its elements); backward (AVX2, RMSNorm): the dx pass forms the next row's sums
 	flagAhead  = 128  // backward streaming: the sum passes prefetch 1 KiB ahead
 	flagRows   = 256  // float32 rows one at a time through the one-row path (streamrule.Rows): in cache, of at most rowsMax (up to groupMax where the rule says so) or above groupMax; streamed (with flagNT and flagPF alone), of at most rowsMax (the same)
-	flagGroups = 512  // the AVX-512 forward functions take rows of at most longGroupMax four at a time (streamrule.LayerGroups, LongGroups): without it the Layer ones none, the RMSNorm ones those of at most groupMax
+	flagGroups = 512  // the AVX-512 forward functions take rows of at most longGroupMax four at a time (streamrule.LayerGroups, LongGroups, GroupsF32): without it the Layer ones none, the RMSNorm ones those of at most groupMax
 	flagNext   = 1024 // streaming with flagNT: backward, the dx pass prefetches the next row's x and dy; forward with a residual, the scale pass the next row's x beside h's
 )
 

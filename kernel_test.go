@@ -257,27 +257,49 @@ func TestVariantsMatchGeneric(t *testing.T) {
 	// rows are of the wide class, whose squares overflow too: from 16 elements on every row of
 	// these batches takes the float64 path, and the variants' float32 path is left to the matrix
 	// below.
+	// batch checks every combination on kernel k for rows of d whose x is of class c (the
+	// residual and the weight normal), the middle row scaled by 1e30 when scale is set.
+	batch := func(t *testing.T, name string, k kernelID, c valueClass, d, rows, seed int, scale bool) {
+		r := seedFor(d, rows, seed)
+		x := make([]float32, rows*d)
+		fill(x, c, r)
+		if scale {
+			x[(rows/2)*d] *= 1e30
+		}
+		res := make([]float32, rows*d)
+		fill(res, classNormal, r)
+		w := make([]float32, d)
+		fill(w, classNormal, r)
+		for i, vc := range allVcases() {
+			checkVariant(t, name, k, vc, formatF32, d, rows, x, res, w, 1e-6, (d+i)%16)
+		}
+	}
 	t.Run("combinations", func(t *testing.T) {
 		dims := []int{1, 2, 3, 4, 5, 7, 8, 9, 15, 16, 17, 31, 32, 33, 63, 64, 65, 127, 128, 129, 255, 256, 257, 511, 512, 513, 1023, 4097}
 		for _, k := range kernelsFor(t, formatF32) {
 			t.Run(k.String(), func(t *testing.T) {
 				for _, d := range dims {
 					for _, rows := range []int{1, 4, 9} {
-						r := seedFor(d, rows, 9)
-						x := make([]float32, rows*d)
-						fill(x, classWide, r)
-						x[(rows/2)*d] *= 1e30
-						res := make([]float32, rows*d)
-						fill(res, classNormal, r)
-						w := make([]float32, d)
-						fill(w, classNormal, r)
-						for i, vc := range allVcases() {
-							checkVariant(t, "wide", k, vc, formatF32, d, rows, x, res, w, 1e-6, (d+i)%16)
-						}
+						batch(t, "wide", k, classWide, d, rows, 9, true)
 					}
 				}
 			})
 		}
+	})
+
+	// Rows longer than groupMax, which the AVX-512 function takes four at a time with flagGroups
+	// (f32GroupBytes), both ways, on the float32 path: whole groups, a group and a tail, and a
+	// group whose middle row takes the float64 path.
+	t.Run("long groups", func(t *testing.T) {
+		bothLongGroups(func() {
+			for _, k := range kernelsFor(t, formatF32) {
+				for _, d := range longGroupDims {
+					for _, rows := range []int{4, 9} {
+						batch(t, "long groups", k, classNormal, d, rows, 10, rows == 9)
+					}
+				}
+			}
+		})
 	})
 
 	// The core matrix on every SIMD kernel: each combination once per row length and row count,
@@ -353,11 +375,23 @@ func TestKernelsMatchGeneric16(t *testing.T) {
 // with flagGroups (up to longGroupMax), and one length past that.
 var longGroupDims = []int{576, 700, 768, longGroupMax, longGroupMax + 64}
 
-// bothLongGroups runs f with avx512LongGroups forced on, then off.
+// withLongGroups runs f with the AVX-512 groups of rows longer than groupMax forced on:
+// avx512LongGroups, and f32GroupBytes unbounded (float32 rows of every call in cache).
+func withLongGroups(f func()) {
+	defer func(on bool, b int) { avx512LongGroups, f32GroupBytes = on, b }(avx512LongGroups, f32GroupBytes)
+	avx512LongGroups, f32GroupBytes = true, math.MaxInt
+	f()
+}
+
+// bothLongGroups runs f with avx512LongGroups forced on (and f32GroupBytes unbounded: float32
+// rows of every call in cache), then off.
 func bothLongGroups(f func()) {
-	defer func(on bool) { avx512LongGroups = on }(avx512LongGroups)
+	defer func(on bool, b int) { avx512LongGroups, f32GroupBytes = on, b }(avx512LongGroups, f32GroupBytes)
 	for _, on := range []bool{true, false} {
-		avx512LongGroups = on
+		avx512LongGroups, f32GroupBytes = on, 0
+		if on {
+			f32GroupBytes = math.MaxInt
+		}
 		f()
 	}
 }

@@ -93,12 +93,14 @@ func testLayerNormGroups(t *testing.T, from int) {
 
 // TestGroupsFlag holds setGroups, which sends a call's rows to the AVX-512 groups (flagGroups),
 // to its rules: the avx512 kernels only; LayerNorm's rows from avx512LayerGroups (not 0) to
-// longGroupMax, in every format; with avx512LongGroups, RMSNorm's 16-bit rows (in, out or both)
-// longer than groupMax, up to longGroupMax; and of rows longer than groupMax, none from memory.
+// longGroupMax, in every format; with avx512LongGroups, RMSNorm's rows longer than groupMax, up
+// to longGroupMax, 16-bit ones (in, out or both) and float32 ones of calls that move at most
+// f32GroupBytes; and of rows longer than groupMax, none from memory.
 func TestGroupsFlag(t *testing.T) {
-	defer func(from int, long bool, sb int) {
-		avx512LayerGroups, avx512LongGroups, streamBytes = from, long, sb
-	}(avx512LayerGroups, avx512LongGroups, streamBytes)
+	defer func(from int, long bool, sb, fb int) {
+		avx512LayerGroups, avx512LongGroups, streamBytes, f32GroupBytes = from, long, sb, fb
+	}(avx512LayerGroups, avx512LongGroups, streamBytes, f32GroupBytes)
+	f32GroupBytes = 0
 	const rows = 8
 	// groups reports whether setGroups gives flagGroups to a job of rows of d in format f, a
 	// LayerNorm one (flagCenter) or not, out of place.
@@ -146,6 +148,58 @@ func TestGroupsFlag(t *testing.T) {
 			}
 			if got, want := groups(kernelAVX512, formatBF16, d, false), want && d > groupMax; got != want {
 				t.Errorf("%dx%d RMSNorm bfloat16, from memory %v: flagGroups %v, want %v", rows, d, stream, got, want)
+			}
+		}
+	}
+	// Float32 RMSNorm rows longer than groupMax: calls that move at most f32GroupBytes (x and dst,
+	// x alone in place), in cache, with avx512LongGroups.
+	streamBytes, f32GroupBytes = math.MaxInt, 48<<10
+	f32 := func(k kernelID, d int, inPlace bool) bool {
+		x, dst := make([]float32, rows*d), make([]float32, rows*d)
+		j := job{dst: ptr(dst), x: ptr(x), d: d, stride: d, dstStride: d, rows: rows, format: formatF32}
+		if inPlace {
+			j.dst = j.x
+		}
+		j.setGroups(k)
+		return j.flags&flagGroups != 0
+	}
+	for _, long := range []bool{false, true} {
+		avx512LongGroups = long
+		for _, k := range []kernelID{kernelAVX2, kernelAVX512, kernelAVX512BF16} {
+			avx512 := k == kernelAVX512 || k == kernelAVX512BF16
+			for _, d := range []int{groupMax, groupMax + 1, 576, 768, 769, longGroupMax, longGroupMax + 1} {
+				for _, inPlace := range []bool{false, true} {
+					bytes := rows * d * 4
+					if !inPlace {
+						bytes *= 2
+					}
+					want := avx512 && long && d > groupMax && d <= longGroupMax && bytes <= f32GroupBytes
+					if got := f32(k, d, inPlace); got != want {
+						t.Errorf("avx512LongGroups %v: %s, %dx%d float32, in place %v (%d bytes, bound %d): flagGroups %v, want %v",
+							long, k, rows, d, inPlace, bytes, f32GroupBytes, got, want)
+					}
+				}
+			}
+		}
+	}
+	avx512LongGroups, streamBytes = true, 0 // from memory: never, whatever the bound
+	if f32(kernelAVX512, 576, false) {
+		t.Errorf("%dx576 float32 from memory: flagGroups set", rows)
+	}
+	// Fewer than four rows make no group: no flag, in any format, RMSNorm's or LayerNorm's.
+	streamBytes, avx512LayerGroups = math.MaxInt, 1
+	for _, n := range []int{1, 2, 3, 4} {
+		for _, f := range formats {
+			for _, layer := range []bool{false, true} {
+				x, dst := make([]float32, n*576), make([]float32, n*576)
+				j := job{dst: ptr(dst), x: ptr(x), d: 576, stride: 576, dstStride: 576, rows: n, format: f}
+				if layer {
+					j.flags = flagCenter
+				}
+				j.setGroups(kernelAVX512)
+				if got := j.flags&flagGroups != 0; got != (n == 4) {
+					t.Errorf("%dx576 format %d, LayerNorm %v: flagGroups %v, want %v", n, f, layer, got, n == 4)
+				}
 			}
 		}
 	}

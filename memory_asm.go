@@ -50,6 +50,12 @@ var avx512LayerGroups = streamrule.LayerGroups(streamrule.Host())
 // run the kernels both ways.
 var avx512LongGroups = streamrule.LongGroups(streamrule.Host())
 
+// f32GroupBytes is the most bytes (x and dst) of a call of float32 rows longer than groupMax, up
+// to longGroupMax, that the AVX-512 RMSNorm function takes four at a time (flagGroups, set by
+// setGroups), as streamrule.GroupsF32 decides from cpuid: the L1d on Zen 5, 0 (never) elsewhere.
+// A variable so that tests can run the kernels both ways.
+var f32GroupBytes = streamrule.GroupsF32(streamrule.Host())
+
 // aheadRows is whether the backward kernels prefetch rows from memory 1 KiB ahead of their
 // sum passes' loads (flagAhead), and the next row in the dx pass when dx goes out with
 // non-temporal stores (flagNext) at every row length (see setBackwardMemoryFlags), as streamrule

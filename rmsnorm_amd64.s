@@ -1223,8 +1223,14 @@ row:
 	JMP  sum
 
 trygroup:
-	CMPQ job_d+0(AX), $0x00000200
-	JA   sum
+	CMPQ  job_d+0(AX), $0x00000200
+	JBE   grouplen
+	TESTL $0x00000200, job_flags+0(AX)
+	JZ    sum
+	CMPQ  job_d+0(AX), $0x00000400
+	JA    sum
+
+grouplen:
 	MOVQ to+16(FP), R8
 	SUBQ 320(SP), R8
 	CMPQ R8, $0x04

@@ -384,11 +384,11 @@ func (g *gen) pickRows() {
 	JMP(LabelRef("sum"))
 	Label("trygroup")
 	// The AVX-512 functions group rows of up to LongGroupMax under FlagGroups: the Layer ones
-	// (above) any row, the RMSNorm ones of 16-bit rows (in or out) those longer than GroupMax.
-	// The float32 RMSNorm function, whose one-row path compares the flags word exactly, never
-	// gets the flag and keeps GroupMax.
+	// (above) any row, the RMSNorm ones those longer than GroupMax. (A job with the flag that
+	// comes to the float32 function's one-row path, which compares the flags word exactly, goes
+	// on to the general path, here.)
 	most := spec.GroupMax
-	long := g.s == avx512 && !g.hasOneRow()
+	long := g.s == avx512
 	if long {
 		most = spec.LongGroupMax
 	}

@@ -6,8 +6,10 @@
 // prefetch 1 KiB ahead (Ahead) or their dx pass the next row (Next), whether the scale pass of
 // rows with a residual prefetches the next row of x beside that of h (NextResidual), which calls
 // of float32 rows, in cache or streamed, go one row at a time through the kernels' one-row path
-// (Rows), and how much memory a goroutine of a call split by Norm.Workers moves (Workers). The package uses it at init, and the bench command prints
-// the streaming threshold (Bytes) and the split's (Workers); nothing else of the module needs it.
+// (Rows), which rows the AVX-512 functions take four at a time (LayerGroups, LongGroups,
+// GroupsF32), and how much memory a goroutine of a call split by Norm.Workers moves (Workers).
+// The package uses it at init, and the bench command prints the streaming threshold (Bytes) and
+// the split's (Workers); nothing else of the module needs it.
 package streamrule
 
 import "github.com/klauspost/cpuid/v2"
@@ -33,7 +35,8 @@ type CPU struct {
 	Intel  bool // the vendor is Intel
 	Family int  // the family, extended family included (0x19 for Zen 3 and Zen 4, 0x1a for Zen 5)
 	Model  int  // the model, extended model included (0xcf for Emerald Rapids)
-	L2, L3 int  // cache sizes in bytes; zero or negative (cpuid's -1) when not reported
+	// Cache sizes in bytes, L1 the data cache's; zero or negative (cpuid's -1) when not reported.
+	L1, L2, L3 int
 }
 
 // Host is what the rule reads of this machine's cpuid.
@@ -43,6 +46,7 @@ func Host() CPU {
 		Intel:  cpuid.CPU.VendorID == cpuid.Intel,
 		Family: cpuid.CPU.Family,
 		Model:  cpuid.CPU.Model,
+		L1:     cpuid.CPU.Cache.L1D,
 		L2:     cpuid.CPU.Cache.L2,
 		L3:     cpuid.CPU.Cache.L3,
 	}
@@ -530,6 +534,51 @@ func LayerGroups(c CPU) int {
 //	512x1024   0.84     0.83   0.89   0.92    0.95    0.99
 //	16384x1024 0.94     0.99   0.98   1.00    1.08    0.99
 func LongGroups(c CPU) bool { return zen5(c) }
+
+// GroupsF32 returns the most bytes (x and dst together; x alone in place) of a call of float32
+// rows longer than LongAbove, up to 1024, that the AVX-512 RMSNorm function takes four at a time
+// on c (FlagGroups, in cache), where LongGroups leaves such rows alone: the L1d on Zen 5, 0 (never)
+// elsewhere. Four rows' chains of dependent steps (the reductions, the division, the square root)
+// then overlap where one row's would wait; in the L2 the rows are bound by its bandwidth either
+// way.
+//
+// Measured on the Zen 5 of Rows (L1d 48 KiB), 2026-12-06: Forward on the avx512 kernel, the rows
+// alone and in groups alternated in one process (a scratch test toggling the bound), 15 rounds,
+// the ratio of the min ns per row (groups over alone), runs of different sets of shapes:
+//
+//	          out of place                    in place
+//	4x576     0.58, 0.75, 0.76, 0.76, 0.82    0.75, 0.77
+//	8x576     0.73, 0.76                      0.74, 0.75
+//	4x768     0.79, 0.79, 0.78, 0.78, 0.80    0.77, 0.87
+//	8x768     0.81, 0.79                      0.79, 0.82
+//	4x1024    0.90, 0.83, 0.85                0.89, 0.93
+//	8x1024    0.82, 0.91                      0.91, 0.94
+//	12x768    1.01, 0.87
+//	16x768    1.02, 1.03, 0.84, 1.04          0.81, 0.88
+//	16x576    0.96, 0.85
+//	32x640    0.83, 0.99, 0.97, 0.98, 0.91
+//	16x704    1.02, 1.01
+//	64x704    1.01, 1.00
+//	48x768    1.01, 1.00, 1.01
+//	64x768    0.99, 1.01, 1.02, 0.87, 1.01
+//	64x1024   0.82, 0.83, 0.82
+//	128x768   0.90, 0.92, 0.96, 0.84, 0.92
+//	256x768   0.90, 0.88, 1.04
+//	512x768   1.04, 1.07, 1.03
+//	256x1024  1.01, 1.03, 1.01
+//
+// Calls whose rows fit the L1d (x and dst up to 48 KiB: 8x768, 6x1024; 16x768 in place) gain
+// 6-27% in every run (42% once). Above that the rows of 576-768 gain in some runs (the VM's speed
+// moved from run to run: 16x768 alone took 47.3-75.4 ns per row) and lose up to 5% in others, and
+// up to 7% at 512 rows; rows of 832-1024 gained 6-18% in the L2 up to 64 rows too (64x832 0.92,
+// 0.88; 64x960 0.84, 0.88; 32x1024 0.89, 0.89), 1-7% at 128 and lost 1-3% at 256, but no bound
+// has been measured that would keep the rows of 576-768 out. So the L1d.
+func GroupsF32(c CPU) int {
+	if zen5(c) && c.L1 > 0 {
+		return c.L1
+	}
+	return 0
+}
 
 // zen5 reports whether c is an AMD Zen 5: family 0x1a.
 func zen5(c CPU) bool { return c.AMD && c.Family == 0x1a }

@@ -15,14 +15,15 @@ func TestBytes(t *testing.T) {
 	}{
 		{"Zen 3 Milan", CPU{AMD: true, Family: 0x19, L2: 512 * kib, L3: 32 * mib}, 16 * mib, true, 0},
 		{"Zen 3 with 16 MiB of L3", CPU{AMD: true, Family: 0x19, L2: 512 * kib, L3: 16 * mib}, 8 * mib, true, 0},
-		{"Zen 4 Genoa", CPU{AMD: true, Family: 0x19, L2: 1 * mib, L3: 32 * mib}, 32 * mib, false, 0},
-		{"Zen 5 Turin", CPU{AMD: true, Family: 0x1a, L2: 1 * mib, L3: 32 * mib}, 32 * mib, false, 0},
+		{"Zen 4 Genoa", CPU{AMD: true, Family: 0x19, L1: 32 * kib, L2: 1 * mib, L3: 32 * mib}, 32 * mib, false, 0},
+		{"Zen 5 Turin", CPU{AMD: true, Family: 0x1a, L1: 48 * kib, L2: 1 * mib, L3: 32 * mib}, 32 * mib, false, 0},
+		{"Zen 5 without an L1 size", CPU{AMD: true, Family: 0x1a, L1: -1, L2: 1 * mib, L3: 32 * mib}, 32 * mib, false, 0},
 		{"Zen 5 without an L3 size", CPU{AMD: true, Family: 0x1a, L2: 1 * mib}, Fallback, false, 0},
 		{"family 0x1a, not AMD", CPU{Family: 0x1a, L2: 1 * mib, L3: 32 * mib}, 32 * mib, false, 0},
 		{"Zen 2, family 0x17", CPU{AMD: true, Family: 0x17, L2: 512 * kib, L3: 16 * mib}, 16 * mib, false, 0},
 		{"not AMD, family 0x19", CPU{Family: 0x19, L2: 512 * kib, L3: 32 * mib}, 32 * mib, false, 0},
 		{"Intel", CPU{Intel: true, Family: 6, L2: 2 * mib, L3: 60 * mib}, 60 * mib, false, 0},
-		{"Emerald Rapids", CPU{Intel: true, Family: 6, Model: 0xcf, L2: 2 * mib, L3: 260 * mib}, 8 * mib, true, 4096},
+		{"Emerald Rapids", CPU{Intel: true, Family: 6, Model: 0xcf, L1: 48 * kib, L2: 2 * mib, L3: 260 * mib}, 8 * mib, true, 4096},
 		{"Sapphire Rapids", CPU{Intel: true, Family: 6, Model: 0x8f, L2: 2 * mib, L3: 105 * mib}, 8 * mib, true, 4096},
 		{"Emerald Rapids without an L3 size", CPU{Intel: true, Family: 6, Model: 0xcf, L2: 2 * mib}, 8 * mib, true, 4096},
 		{"Emerald Rapids without an L2 size", CPU{Intel: true, Family: 6, Model: 0xcf, L3: 260 * mib}, 260 * mib, true, 4096},
@@ -81,6 +82,13 @@ func TestBytes(t *testing.T) {
 		}
 		if g := LongGroups(c.cpu); g != (wantGroups != 0) { // the same CPUs: Zen 5
 			t.Errorf("%s: LongGroups(%+v) = %v; want %v", c.name, c.cpu, g, wantGroups != 0)
+		}
+		wantF32 := 0
+		if wantGroups != 0 { // Zen 5: its L1d, where reported
+			wantF32 = max(c.cpu.L1, 0)
+		}
+		if g := GroupsF32(c.cpu); g != wantF32 {
+			t.Errorf("%s: GroupsF32(%+v) = %d; want %d", c.name, c.cpu, g, wantF32)
 		}
 		if r := Rows(c.cpu, false); r != want {
 			t.Errorf("%s: Rows(%+v, false) = %+v; want %+v", c.name, c.cpu, r, want)

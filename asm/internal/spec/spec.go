@@ -381,8 +381,8 @@ const (
 	// time, the latencies of their reductions and divisions overlapping. The Layer functions
 	// take every row alone without it (the AVX2 ones always group: layerGroups in the
 	// generator); the RMSNorm ones group rows of at most GroupMax without it and longer ones
-	// only with it. The Go side sets it where streamrule.LayerGroups and streamrule.LongGroups
-	// say so. The bits are the same either way.
+	// only with it. The Go side sets it where streamrule.LayerGroups, streamrule.LongGroups and
+	// streamrule.GroupsF32 say so. The bits are the same either way.
 	FlagGroups = 512
 	// FlagNext (rows from memory, the output out with non-temporal stores, FlagNT): the pass that
 	// works from the cache prefetches the next row of every row the next row's first pass reads,
@@ -413,9 +413,10 @@ const GroupMax = 512
 
 // LongGroupMax is the longest row the AVX-512 functions normalize four at a time under
 // FlagGroups: LayerNorm's two reductions, and the widening and narrowing of 16-bit rows, leave
-// latency to hide in rows longer than GroupMax, and four rows of 1024 and their outputs (64 KiB)
-// stay in L2 between the passes. The Go side sets the flag for rows longer than GroupMax only in
-// cache (streamrule.LayerGroups and LongGroups have the measurements).
+// latency to hide in rows longer than GroupMax (float32 RMSNorm rows where the call fits the L1d),
+// and four rows of 1024 and their outputs (64 KiB) stay in L2 between the passes. The Go side sets
+// the flag for rows longer than GroupMax only in cache (streamrule.LayerGroups, LongGroups and
+// GroupsF32 have the measurements).
 const LongGroupMax = 1024
 
 // GoSpec returns the Go source of gospec.go: the constants and the variant numbering the Go side
@@ -434,7 +435,7 @@ func GoSpec(header string) string {
 	fmt.Fprintf(&b, "\tflagPipe = %d // streaming (AVX2: float32 rows into float32 or float16, float16 rows into float16; AVX-512: float32 rows into float32): the scale pass of a row sums the next row's squares (LayerNorm: its elements); backward (AVX2, RMSNorm): the dx pass forms the next row's sums\n", FlagPipe)
 	fmt.Fprintf(&b, "\tflagAhead = %d // backward streaming: the sum passes prefetch 1 KiB ahead\n", FlagAhead)
 	fmt.Fprintf(&b, "\tflagRows = %d // float32 rows one at a time through the one-row path (streamrule.Rows): in cache, of at most rowsMax (up to groupMax where the rule says so) or above groupMax; streamed (with flagNT and flagPF alone), of at most rowsMax (the same)\n", FlagRows)
-	fmt.Fprintf(&b, "\tflagGroups = %d // the AVX-512 forward functions take rows of at most longGroupMax four at a time (streamrule.LayerGroups, LongGroups): without it the Layer ones none, the RMSNorm ones those of at most groupMax\n", FlagGroups)
+	fmt.Fprintf(&b, "\tflagGroups = %d // the AVX-512 forward functions take rows of at most longGroupMax four at a time (streamrule.LayerGroups, LongGroups, GroupsF32): without it the Layer ones none, the RMSNorm ones those of at most groupMax\n", FlagGroups)
 	fmt.Fprintf(&b, "\tflagNext = %d // streaming with flagNT: backward, the dx pass prefetches the next row's x and dy; forward with a residual, the scale pass the next row's x beside h's\n", FlagNext)
 	b.WriteString(")\n\n")
 	fmt.Fprintf(&b, "// gradBlock is the number of rows summed into one partial sum of the weight gradient.\nconst gradBlock = %d\n\n", GradBlock)

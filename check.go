@@ -302,13 +302,15 @@ func applyRows[D, T elem](n *Norm, r *rowsOf[D, T], f format, k kernelID) bool {
 // longGroupMax, and with avx512LongGroups RMSNorm's rows longer than groupMax, up to longGroupMax
 // (shorter ones group without it), 16-bit rows (in, out or both) in cache and float32 ones when
 // the call moves at most f32GroupBytes; of rows longer than groupMax, only those in cache (the
-// AVX-512 groups of such rows were measured faster there alone). The AVX2 functions take groups
-// of rows of at most groupMax without it.
+// AVX-512 groups of such rows were measured faster there alone). Calls of fewer than four rows
+// and calls with a residual, which no function groups, never get it. The AVX2 functions take
+// groups of rows of at most groupMax without it.
 func (j *job) setGroups(k kernelID) {
 	d := j.d
 	switch {
-	case k != kernelAVX512 && k != kernelAVX512BF16 || d > longGroupMax || j.rows < 4:
-		// (A group takes four rows; with fewer the flag would only cost its tests.)
+	case k != kernelAVX512 && k != kernelAVX512BF16 || d > longGroupMax || j.rows < 4 || j.res != nil:
+		// A group takes four rows, and no function groups rows with a residual: the flag would
+		// only cost its tests.
 		return
 	case j.layer():
 		if from := avx512LayerGroups; from == 0 || d < from {

@@ -288,13 +288,13 @@ func TestVariantsMatchGeneric(t *testing.T) {
 	})
 
 	// Rows longer than groupMax, which the AVX-512 function takes four at a time with flagGroups
-	// (f32GroupBytes), both ways, on the float32 path: whole groups, a group and a tail, and a
-	// group whose middle row takes the float64 path.
+	// (f32GroupBytes), both ways, on the float32 path: a group, a group and a row, and two groups
+	// around a row that takes the float64 path (9 rows).
 	t.Run("long groups", func(t *testing.T) {
 		bothLongGroups(func() {
 			for _, k := range kernelsFor(t, formatF32) {
 				for _, d := range longGroupDims {
-					for _, rows := range []int{4, 9} {
+					for _, rows := range []int{4, 5, 9} {
 						batch(t, "long groups", k, classNormal, d, rows, 10, rows == 9)
 					}
 				}

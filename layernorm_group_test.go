@@ -186,19 +186,26 @@ func TestGroupsFlag(t *testing.T) {
 	if f32(kernelAVX512, 576, false) {
 		t.Errorf("%dx576 float32 from memory: flagGroups set", rows)
 	}
-	// Fewer than four rows make no group: no flag, in any format, RMSNorm's or LayerNorm's.
+	// Fewer than four rows make no group, nor do rows with a residual: no flag, in any format,
+	// RMSNorm's or LayerNorm's.
 	streamBytes, avx512LayerGroups = math.MaxInt, 1
 	for _, n := range []int{1, 2, 3, 4} {
 		for _, f := range formats {
 			for _, layer := range []bool{false, true} {
-				x, dst := make([]float32, n*576), make([]float32, n*576)
-				j := job{dst: ptr(dst), x: ptr(x), d: 576, stride: 576, dstStride: 576, rows: n, format: f}
-				if layer {
-					j.flags = flagCenter
-				}
-				j.setGroups(kernelAVX512)
-				if got := j.flags&flagGroups != 0; got != (n == 4) {
-					t.Errorf("%dx576 format %d, LayerNorm %v: flagGroups %v, want %v", n, f, layer, got, n == 4)
+				for _, residual := range []bool{false, true} {
+					x, dst, res := make([]float32, n*576), make([]float32, n*576), make([]float32, n*576)
+					j := job{dst: ptr(dst), x: ptr(x), d: 576, stride: 576, dstStride: 576, rows: n, format: f}
+					if layer {
+						j.flags = flagCenter
+					}
+					if residual {
+						j.res = ptr(res)
+					}
+					j.setGroups(kernelAVX512)
+					want := n == 4 && !residual
+					if got := j.flags&flagGroups != 0; got != want {
+						t.Errorf("%dx576 format %d, LayerNorm %v, residual %v: flagGroups %v, want %v", n, f, layer, residual, got, want)
+					}
 				}
 			}
 		}

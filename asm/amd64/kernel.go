@@ -384,9 +384,9 @@ func (g *gen) pickRows() {
 	JMP(LabelRef("sum"))
 	Label("trygroup")
 	// The AVX-512 functions group rows of up to LongGroupMax under FlagGroups: the Layer ones
-	// (above) any row, the RMSNorm ones those longer than GroupMax. (A job with the flag that
-	// comes to the float32 function's one-row path, which compares the flags word exactly, goes
-	// on to the general path, here.)
+	// (above) any row, the RMSNorm ones those longer than GroupMax. The float32 function's
+	// one-row path takes only jobs without flags (or with flagRows, alone or streamed): a job of
+	// one row with FlagGroups comes here, and goes one row at a time.
 	most := spec.GroupMax
 	long := g.s == avx512
 	if long {

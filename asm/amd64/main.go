@@ -19,7 +19,8 @@
 //
 // The Layer functions (LayerNorm: spec.Variant.Layer) are the same generator with a Layer switch
 // (layer.go): the row's sum and mean before the sum of squares, the mean subtracted and the bias
-// added in the scale pass; on AVX2 short rows four at a time too, on AVX-512 one at a time.
+// added in the scale pass; on AVX2 short rows four at a time too, on AVX-512 under
+// spec.FlagGroups only.
 package main
 
 import (

@@ -408,15 +408,15 @@ const (
 
 // GroupMax is the longest row, in floats, that the kernels normalize four at a time (the AVX-512
 // ones under FlagGroups: LongGroupMax): four rows must stay in L1 between the sum and the scale
-// pass, and longer rows hide the latency of the scalar steps on their own.
+// pass, and longer rows hide most of the latency of the scalar steps on their own.
 const GroupMax = 512
 
 // LongGroupMax is the longest row the AVX-512 functions normalize four at a time under
 // FlagGroups: LayerNorm's two reductions, and the widening and narrowing of 16-bit rows, leave
-// latency to hide in rows longer than GroupMax (float32 RMSNorm rows where the call fits the L1d),
-// and four rows of 1024 and their outputs (64 KiB) stay in L2 between the passes. The Go side sets
-// the flag for rows longer than GroupMax only in cache (streamrule.LayerGroups, LongGroups and
-// GroupsF32 have the measurements).
+// latency to hide in rows longer than GroupMax, as do float32 RMSNorm rows when the whole call
+// fits the L1d; four rows of 1024 and their outputs (64 KiB) stay in L2 between the passes. The
+// Go side sets the flag for rows longer than GroupMax only in cache (streamrule.LayerGroups,
+// LongGroups and GroupsF32 have the measurements).
 const LongGroupMax = 1024
 
 // GoSpec returns the Go source of gospec.go: the constants and the variant numbering the Go side

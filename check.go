@@ -300,9 +300,9 @@ func applyRows[D, T elem](n *Norm, r *rowsOf[D, T], f format, k kernelID) bool {
 // setGroups sets flagGroups on the validated forward job j of kernel k when k is the AVX-512
 // kernel and its rule says so: LayerNorm's rows (j.layer) from avx512LayerGroups (not 0) to
 // longGroupMax, and with avx512LongGroups RMSNorm's rows longer than groupMax, up to longGroupMax
-// (shorter ones group without it), 16-bit rows (in, out or both) in cache and float32 ones when
-// the call moves at most f32GroupBytes; of rows longer than groupMax, only those in cache (the
-// AVX-512 groups of such rows were measured faster there alone). Calls of fewer than four rows
+// (shorter ones group without it), 16-bit rows (in, out or both) in cache and float32 ones where
+// f32Groups takes the call (by d and the bytes it moves); of rows longer than groupMax, only
+// those in cache (the AVX-512 groups of such rows were measured faster there alone). Calls of fewer than four rows
 // and calls with a residual, which no function groups, never get it. The AVX2 functions take
 // groups of rows of at most groupMax without it.
 func (j *job) setGroups(k kernelID) {
@@ -318,7 +318,7 @@ func (j *job) setGroups(k kernelID) {
 		}
 	case !avx512LongGroups || d <= groupMax:
 		return
-	case j.format == formatF32 && j.rowBytes()*uintptr(j.rows) > uintptr(f32GroupBytes):
+	case j.format == formatF32 && !f32Groups.Takes(d, int(j.rowBytes())*j.rows):
 		return
 	}
 	if d > groupMax && j.fromMemory() {

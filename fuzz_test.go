@@ -117,8 +117,8 @@ func FuzzApply(f *testing.F) {
 		x, w, eps := fuzzInput(d16, rows8, epsBits, data)
 		d, rows := len(w), len(x)/len(w)
 		if rows8&128 != 0 {
-			defer func(on bool, b int) { avx512LongGroups, f32GroupBytes = on, b }(avx512LongGroups, f32GroupBytes)
-			avx512LongGroups, f32GroupBytes = true, math.MaxInt
+			defer func(on bool, g streamrule.F32Groups) { avx512LongGroups, f32Groups = on, g }(avx512LongGroups, f32Groups)
+			avx512LongGroups, f32Groups = true, streamrule.F32Groups{Bytes: math.MaxInt}
 		}
 		res := make([]float32, len(x))
 		for i := range res {

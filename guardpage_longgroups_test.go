@@ -9,7 +9,7 @@ import (
 )
 
 // TestGuardPagesLongGroups runs batches of rows longer than groupMax that the AVX-512 RMSNorm
-// functions take four at a time with flagGroups (avx512LongGroups and f32GroupBytes, forced on and
+// functions take four at a time with flagGroups (avx512LongGroups and f32Groups, forced on and
 // off) under guard pages, every kernel against generic: float32 rows (Forward), 16-bit rows in and
 // out (ForwardBF16, ForwardF16) and float32 rows into 16-bit ones (ApplyToBF16, ApplyToF16), whole
 // groups and groups with a tail, each buffer at the end of its region and at its start.

@@ -8,6 +8,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/gosimd/rmsnorm/internal/streamrule"
 )
 
 // The kernels-against-generic tests, and what they cover: the kernels under test (-kernels) and the core matrix (-matrix) of
@@ -288,7 +290,7 @@ func TestVariantsMatchGeneric(t *testing.T) {
 	})
 
 	// Rows longer than groupMax, which the AVX-512 function takes four at a time with flagGroups
-	// (f32GroupBytes), both ways, on the float32 path: a group, a group and a row, and two groups
+	// (f32Groups), both ways, on the float32 path: a group, a group and a row, and two groups
 	// around a row that takes the float64 path (9 rows).
 	t.Run("long groups", func(t *testing.T) {
 		bothLongGroups(func() {
@@ -376,24 +378,20 @@ func TestKernelsMatchGeneric16(t *testing.T) {
 var longGroupDims = []int{576, 700, 768, longGroupMax, longGroupMax + 64}
 
 // withLongGroups runs f with the AVX-512 groups of rows longer than groupMax forced on:
-// avx512LongGroups, and f32GroupBytes unbounded (float32 rows of every call in cache).
+// avx512LongGroups, and f32Groups taking float32 rows of every call in cache.
 func withLongGroups(f func()) {
-	defer func(on bool, b int) { avx512LongGroups, f32GroupBytes = on, b }(avx512LongGroups, f32GroupBytes)
-	avx512LongGroups, f32GroupBytes = true, math.MaxInt
+	defer func(on bool, g streamrule.F32Groups) { avx512LongGroups, f32Groups = on, g }(avx512LongGroups, f32Groups)
+	avx512LongGroups, f32Groups = true, streamrule.F32Groups{Bytes: math.MaxInt}
 	f()
 }
 
-// bothLongGroups runs f with avx512LongGroups forced on (and f32GroupBytes unbounded: float32
-// rows of every call in cache), then off.
+// bothLongGroups runs f with the AVX-512 groups of rows longer than groupMax forced on (as
+// withLongGroups), then off.
 func bothLongGroups(f func()) {
-	defer func(on bool, b int) { avx512LongGroups, f32GroupBytes = on, b }(avx512LongGroups, f32GroupBytes)
-	for _, on := range []bool{true, false} {
-		avx512LongGroups, f32GroupBytes = on, 0
-		if on {
-			f32GroupBytes = math.MaxInt
-		}
-		f()
-	}
+	withLongGroups(f)
+	defer func(on bool, g streamrule.F32Groups) { avx512LongGroups, f32Groups = on, g }(avx512LongGroups, f32Groups)
+	avx512LongGroups, f32Groups = false, streamrule.F32Groups{}
+	f()
 }
 
 func TestVariantsMatchGeneric16(t *testing.T) {

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"math"
 	"testing"
+
+	"github.com/gosimd/rmsnorm/internal/streamrule"
 )
 
 // TestLayerNormGroups runs short rows (at most groupMax) in batches that the AVX2 Layer functions
@@ -94,13 +96,13 @@ func testLayerNormGroups(t *testing.T, from int) {
 // TestGroupsFlag holds setGroups, which sends a call's rows to the AVX-512 groups (flagGroups),
 // to its rules: the avx512 kernels only; LayerNorm's rows from avx512LayerGroups (not 0) to
 // longGroupMax, in every format; with avx512LongGroups, RMSNorm's rows longer than groupMax, up
-// to longGroupMax, 16-bit ones (in, out or both) and float32 ones of calls that move at most
-// f32GroupBytes; and of rows longer than groupMax, none from memory.
+// to longGroupMax, 16-bit ones (in, out or both) and float32 ones of the calls f32Groups takes;
+// and of rows longer than groupMax, none from memory.
 func TestGroupsFlag(t *testing.T) {
-	defer func(from int, long bool, sb, fb int) {
-		avx512LayerGroups, avx512LongGroups, streamBytes, f32GroupBytes = from, long, sb, fb
-	}(avx512LayerGroups, avx512LongGroups, streamBytes, f32GroupBytes)
-	f32GroupBytes = 0
+	defer func(from int, long bool, sb int, fg streamrule.F32Groups) {
+		avx512LayerGroups, avx512LongGroups, streamBytes, f32Groups = from, long, sb, fg
+	}(avx512LayerGroups, avx512LongGroups, streamBytes, f32Groups)
+	f32Groups = streamrule.F32Groups{}
 	const rows = 8
 	// groups reports whether setGroups gives flagGroups to a job of rows of d in format f, a
 	// LayerNorm one (flagCenter) or not, out of place.
@@ -151,12 +153,13 @@ func TestGroupsFlag(t *testing.T) {
 			}
 		}
 	}
-	// Float32 RMSNorm rows longer than groupMax: calls that move at most f32GroupBytes (x and dst,
-	// x alone in place), in cache, with avx512LongGroups.
-	streamBytes, f32GroupBytes = math.MaxInt, 48<<10
-	f32 := func(k kernelID, d int, inPlace bool) bool {
-		x, dst := make([]float32, rows*d), make([]float32, rows*d)
-		j := job{dst: ptr(dst), x: ptr(x), d: d, stride: d, dstStride: d, rows: rows, format: formatF32}
+	// Float32 RMSNorm rows longer than groupMax: the calls f32Groups takes by d and the bytes they
+	// move (x and dst, x alone in place), in cache, with avx512LongGroups.
+	streamBytes = math.MaxInt
+	f32Groups = streamrule.F32Groups{Bytes: 48 << 10, WideFrom: 832, WideBytes: 1 << 20}
+	f32 := func(k kernelID, n, d int, inPlace bool) bool {
+		x, dst := make([]float32, n*d), make([]float32, n*d)
+		j := job{dst: ptr(dst), x: ptr(x), d: d, stride: d, dstStride: d, rows: n, format: formatF32}
 		if inPlace {
 			j.dst = j.x
 		}
@@ -167,24 +170,27 @@ func TestGroupsFlag(t *testing.T) {
 		avx512LongGroups = long
 		for _, k := range []kernelID{kernelAVX2, kernelAVX512, kernelAVX512BF16} {
 			avx512 := k == kernelAVX512 || k == kernelAVX512BF16
-			for _, d := range []int{groupMax, groupMax + 1, 576, 768, 769, longGroupMax, longGroupMax + 1} {
-				for _, inPlace := range []bool{false, true} {
-					bytes := rows * d * 4
-					if !inPlace {
-						bytes *= 2
-					}
-					want := avx512 && long && d > groupMax && d <= longGroupMax && bytes <= f32GroupBytes
-					if got := f32(k, d, inPlace); got != want {
-						t.Errorf("avx512LongGroups %v: %s, %dx%d float32, in place %v (%d bytes, bound %d): flagGroups %v, want %v",
-							long, k, rows, d, inPlace, bytes, f32GroupBytes, got, want)
+			for _, d := range []int{groupMax, groupMax + 1, 576, 768, 769, 831, 832, longGroupMax, longGroupMax + 1} {
+				for _, n := range []int{4, 8, 64, 128, 129} {
+					for _, inPlace := range []bool{false, true} {
+						bytes := n * d * 4
+						if !inPlace {
+							bytes *= 2
+						}
+						fits := bytes <= f32Groups.Bytes || d >= f32Groups.WideFrom && bytes <= f32Groups.WideBytes
+						want := avx512 && long && d > groupMax && d <= longGroupMax && fits
+						if got := f32(k, n, d, inPlace); got != want {
+							t.Errorf("avx512LongGroups %v: %s, %dx%d float32, in place %v (%d bytes, rule %+v): flagGroups %v, want %v",
+								long, k, n, d, inPlace, bytes, f32Groups, got, want)
+						}
 					}
 				}
 			}
 		}
 	}
 	avx512LongGroups, streamBytes = true, 0 // from memory: never, whatever the bound
-	if f32(kernelAVX512, 576, false) {
-		t.Errorf("%dx576 float32 from memory: flagGroups set", rows)
+	if f32(kernelAVX512, 8, 576, false) {
+		t.Errorf("8x576 float32 from memory: flagGroups set")
 	}
 	// Fewer than four rows make no group, nor do rows with a residual: no flag, in any format,
 	// RMSNorm's or LayerNorm's.

@@ -46,17 +46,18 @@ var avx512LayerGroups = streamrule.LayerGroups(streamrule.Host())
 
 // avx512LongGroups is whether the AVX-512 RMSNorm functions take rows longer than groupMax four
 // at a time, up to longGroupMax in cache (flagGroups, set by setGroups): 16-bit rows (in, out or
-// both: float32 rows into 16-bit ones too), and float32 ones within f32GroupBytes; as
+// both: float32 rows into 16-bit ones too), and float32 ones where f32Groups takes them; as
 // streamrule.LongGroups decides from cpuid: on Zen 5. A variable so that tests can run the
 // kernels both ways.
 var avx512LongGroups = streamrule.LongGroups(streamrule.Host())
 
-// f32GroupBytes is the most bytes (x and dst together, x alone in place) of a call of float32
-// rows longer than groupMax, up to longGroupMax, that the AVX-512 RMSNorm function takes four at
-// a time with avx512LongGroups (flagGroups, set by setGroups), as streamrule.GroupsF32 decides
-// from cpuid: the L1d on Zen 5, 0 (never) elsewhere. A variable so that tests can run the
+// f32Groups says which calls of float32 rows longer than groupMax, up to longGroupMax, the
+// AVX-512 RMSNorm function takes four at a time with avx512LongGroups (flagGroups, set by
+// setGroups), by the row length and the bytes the call moves (x and dst together, x alone in
+// place), as streamrule.GroupsF32 decides from cpuid: on Zen 5 every call within the L1d and
+// rows of 832 and more within the L2, none elsewhere. A variable so that tests can run the
 // kernels both ways.
-var f32GroupBytes = streamrule.GroupsF32(streamrule.Host())
+var f32Groups = streamrule.GroupsF32(streamrule.Host())
 
 // aheadRows is whether the backward kernels prefetch rows from memory 1 KiB ahead of their
 // sum passes' loads (flagAhead), and the next row in the dx pass when dx goes out with

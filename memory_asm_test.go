@@ -15,7 +15,7 @@ var (
 	initNextRows     = nextRows
 	initNextResidual = nextResidual
 	initBackPipe     = backPipe
-	initGroupBytes   = f32GroupBytes
+	initF32Groups    = f32Groups
 )
 
 // TestHostRules holds the machine-dependent variables of memory_asm.go to what streamrule decides
@@ -35,7 +35,7 @@ func TestHostRules(t *testing.T) {
 	if want := streamrule.BackwardPipe(c); initBackPipe != want {
 		t.Errorf("backPipe = %v, streamrule.BackwardPipe says %v", initBackPipe, want)
 	}
-	if want := streamrule.GroupsF32(c); initGroupBytes != want {
-		t.Errorf("f32GroupBytes = %d, streamrule.GroupsF32 says %d", initGroupBytes, want)
+	if want := streamrule.GroupsF32(c); initF32Groups != want {
+		t.Errorf("f32Groups = %+v, streamrule.GroupsF32 says %+v", initF32Groups, want)
 	}
 }

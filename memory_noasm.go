@@ -19,12 +19,12 @@ var pipeAbove = 0
 // does not have.
 var rowRules [2]streamrule.RowRule
 
-// avx512LayerGroups and f32GroupBytes are 0 and avx512LongGroups false: flagGroups is for the
-// assembly kernels, which this build does not have.
+// avx512LayerGroups is 0, avx512LongGroups false and f32Groups takes nothing: flagGroups is for
+// the assembly kernels, which this build does not have.
 var (
 	avx512LayerGroups = 0
 	avx512LongGroups  = false
-	f32GroupBytes     = 0
+	f32Groups         streamrule.F32Groups
 )
 
 // aheadRows is false, and nextRows and nextResidual empty: flagAhead and flagNext are for the

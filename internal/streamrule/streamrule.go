@@ -535,12 +535,23 @@ func LayerGroups(c CPU) int {
 //	16384x1024 0.94     0.99   0.98   1.00    1.08    0.99
 func LongGroups(c CPU) bool { return zen5(c) }
 
-// GroupsF32 returns the most bytes (x and dst together; x alone in place) of a call of float32
-// rows longer than LongAbove, up to 1024, that the AVX-512 RMSNorm function takes four at a time
-// on c (FlagGroups, in cache), where LongGroups leaves such rows alone: the L1d on Zen 5, 0 (never)
-// elsewhere. Four rows' chains of dependent steps (the reductions, the division, the square root)
-// then overlap where one row's would wait; in the L2 the rows are bound by its bandwidth either
-// way.
+// F32Groups says which calls of float32 rows longer than LongAbove, up to 1024, the AVX-512
+// RMSNorm function takes four at a time (FlagGroups, in cache): a call of rows of d that moves b
+// bytes (x and dst together, x alone in place) when b <= Bytes, or when d >= WideFrom (not 0) and
+// b <= WideBytes. The zero F32Groups takes none.
+type F32Groups struct {
+	Bytes, WideFrom, WideBytes int
+}
+
+// Takes reports whether a call of rows of d that moves b bytes goes four at a time under r.
+func (r F32Groups) Takes(d, b int) bool {
+	return b <= r.Bytes || r.WideFrom > 0 && d >= r.WideFrom && b <= r.WideBytes
+}
+
+// GroupsF32 returns the F32Groups of c, where LongGroups leaves float32 rows alone: on Zen 5 every
+// call within the L1d, and calls of rows of 832 and more within the L2; none elsewhere. Four rows'
+// chains of dependent steps (the reductions, the division, the square root) then overlap where
+// one row's would wait.
 //
 // Measured on the Zen 5 of Rows (L1d 48 KiB), 2026-12-06: Forward on the avx512 kernel, the rows
 // alone and in groups alternated in one process (a scratch test toggling the bound), 15 rounds,
@@ -571,13 +582,28 @@ func LongGroups(c CPU) bool { return zen5(c) }
 // 6-27% in every run (42% once). Above that the rows of 576-768 gain in some runs (the VM's speed
 // moved from run to run: 16x768 alone took 47.3-75.4 ns per row) and lose up to 5% in others, and
 // up to 7% at 512 rows; rows of 832-1024 gained 6-18% in the L2 up to 64 rows too (64x832 0.92,
-// 0.88; 64x960 0.84, 0.88; 32x1024 0.89, 0.89), 1-7% at 128 and lost 1-3% at 256, but no bound
-// has been measured that would keep the rows of 576-768 out. So the L1d.
-func GroupsF32(c CPU) int {
-	if zen5(c) && c.L1 > 0 {
-		return c.L1
+// 0.88; 64x960 0.84, 0.88; 32x1024 0.89, 0.89), 1-7% at 128 and lost 1-3% at 256. So the L1d
+// for every length, and then the rows of 832-1024 alone, measured again (three runs, then two):
+//
+//	16x768    0.89, 1.02, 0.83          16x960    0.94, 0.92, 0.95
+//	64x768    1.07, 1.01, 0.98          64x960    0.80, 0.86, 0.90
+//	16x832    1.01, 0.91, 0.94          16x1024   0.92, 0.93, 0.94
+//	64x832    0.91, 0.86, 0.89          64x1024   0.93, 0.92, 0.85
+//	16x896    0.88, 0.83, 0.92          128x1024  0.93, 0.91, 0.96, 0.96, 0.96
+//	64x896    0.96, 0.84, 0.83          160x1024  0.98, 0.95
+//	128x896   0.86, 0.88, 0.86          256x1024  0.99, 1.08
+//	32x896    1.04, 0.86                128x832   0.90, 0.93
+//	48x960    0.88, 0.85                128x960   0.94, 0.94
+//	192x896   0.96, 0.90                256x960   1.00, 0.99
+//
+// Rows of 832-1024 gain up to the L2 (1 MiB: 128x1024) in all but two of 58 runs, these and the
+// earlier ones (1.01 and 1.04, each beside a gain of 9-14% in another run), and are even beyond
+// it; the rows of 768 stay mixed. So the L2 for rows of 832 and more (WideFrom, WideBytes).
+func GroupsF32(c CPU) F32Groups {
+	if !zen5(c) {
+		return F32Groups{}
 	}
-	return 0
+	return F32Groups{Bytes: max(c.L1, 0), WideFrom: 832, WideBytes: max(c.L2, 0)}
 }
 
 // zen5 reports whether c is an AMD Zen 5: family 0x1a.

@@ -83,12 +83,12 @@ func TestBytes(t *testing.T) {
 		if g := LongGroups(c.cpu); g != (wantGroups != 0) { // the same CPUs: Zen 5
 			t.Errorf("%s: LongGroups(%+v) = %v; want %v", c.name, c.cpu, g, wantGroups != 0)
 		}
-		wantF32 := 0
-		if wantGroups != 0 { // Zen 5: its L1d, where reported
-			wantF32 = max(c.cpu.L1, 0)
+		wantF32 := F32Groups{}
+		if wantGroups != 0 { // Zen 5: its L1d, and its L2 for rows of 832 and more, where reported
+			wantF32 = F32Groups{Bytes: max(c.cpu.L1, 0), WideFrom: 832, WideBytes: max(c.cpu.L2, 0)}
 		}
 		if g := GroupsF32(c.cpu); g != wantF32 {
-			t.Errorf("%s: GroupsF32(%+v) = %d; want %d", c.name, c.cpu, g, wantF32)
+			t.Errorf("%s: GroupsF32(%+v) = %+v; want %+v", c.name, c.cpu, g, wantF32)
 		}
 		if r := Rows(c.cpu, false); r != want {
 			t.Errorf("%s: Rows(%+v, false) = %+v; want %+v", c.name, c.cpu, r, want)
@@ -161,6 +161,29 @@ func TestRowRuleStreams(t *testing.T) {
 	} {
 		if got := c.r.Streams(c.d); got != c.want {
 			t.Errorf("%+v.Streams(%d) = %v, want %v", c.r, c.d, got, c.want)
+		}
+	}
+}
+
+func TestF32GroupsTakes(t *testing.T) {
+	const kib, mib = 1 << 10, 1 << 20
+	zen5 := F32Groups{Bytes: 48 * kib, WideFrom: 832, WideBytes: 1 * mib}
+	for _, c := range []struct {
+		r     F32Groups
+		d, b  int
+		takes bool
+	}{
+		{zen5, 768, 48 * kib, true},
+		{zen5, 768, 48*kib + 1, false},
+		{zen5, 831, 64 * kib, false},
+		{zen5, 832, 64 * kib, true},
+		{zen5, 1024, 1 * mib, true},
+		{zen5, 1024, 1*mib + 1, false},
+		{F32Groups{Bytes: 48 * kib}, 1024, 64 * kib, false}, // WideFrom 0: no wide bound
+		{F32Groups{}, 576, 1, false},
+	} {
+		if got := c.r.Takes(c.d, c.b); got != c.takes {
+			t.Errorf("%+v.Takes(%d, %d) = %v; want %v", c.r, c.d, c.b, got, c.takes)
 		}
 	}
 }

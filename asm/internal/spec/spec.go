@@ -414,9 +414,9 @@ const GroupMax = 512
 // LongGroupMax is the longest row the AVX-512 functions normalize four at a time under
 // FlagGroups: LayerNorm's two reductions, and the widening and narrowing of 16-bit rows, leave
 // latency to hide in rows longer than GroupMax, as do float32 RMSNorm rows when the whole call
-// fits the L1d; four rows of 1024 and their outputs (64 KiB) stay in L2 between the passes. The
-// Go side sets the flag for rows longer than GroupMax only in cache (streamrule.LayerGroups,
-// LongGroups and GroupsF32 have the measurements).
+// fits the L1d (rows of 832 and more: the L2); four rows of 1024 and their outputs (64 KiB) stay
+// in L2 between the passes. The Go side sets the flag for rows longer than GroupMax only in cache
+// (streamrule.LayerGroups, LongGroups and GroupsF32 have the measurements).
 const LongGroupMax = 1024
 
 // GoSpec returns the Go source of gospec.go: the constants and the variant numbering the Go side

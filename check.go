@@ -302,9 +302,9 @@ func applyRows[D, T elem](n *Norm, r *rowsOf[D, T], f format, k kernelID) bool {
 // longGroupMax, and with avx512LongGroups RMSNorm's rows longer than groupMax, up to longGroupMax
 // (shorter ones group without it), 16-bit rows (in, out or both) in cache and float32 ones where
 // f32Groups takes the call (by d and the bytes it moves); of rows longer than groupMax, only
-// those in cache (the AVX-512 groups of such rows were measured faster there alone). Calls of fewer than four rows
-// and calls with a residual, which no function groups, never get it. The AVX2 functions take
-// groups of rows of at most groupMax without it.
+// those in cache (the AVX-512 groups of such rows were measured faster there alone). Calls of
+// fewer than four rows and calls with a residual, which no function groups, never get it. The
+// AVX2 functions take groups of rows of at most groupMax without it.
 func (j *job) setGroups(k kernelID) {
 	d := j.d
 	switch {

@@ -103,17 +103,32 @@ func TestGroupsFlag(t *testing.T) {
 		avx512LayerGroups, avx512LongGroups, streamBytes, f32Groups = from, long, sb, fg
 	}(avx512LayerGroups, avx512LongGroups, streamBytes, f32Groups)
 	f32Groups = streamrule.F32Groups{}
-	const rows = 8
-	// groups reports whether setGroups gives flagGroups to a job of rows of d in format f, a
-	// LayerNorm one (flagCenter) or not, out of place.
-	groups := func(k kernelID, f format, d int, layer bool) bool {
-		x, dst := make([]float32, rows*d), make([]float32, rows*d)
-		j := job{dst: ptr(dst), x: ptr(x), d: d, stride: d, dstStride: d, rows: rows, format: f}
-		if layer {
+	// flagged reports whether setGroups gives flagGroups to kernel k's job of n rows of d in
+	// format f: a LayerNorm one (flagCenter) or not, in place or not, with a residual or not.
+	type call struct {
+		n, d                     int
+		f                        format
+		layer, inPlace, residual bool
+	}
+	flagged := func(k kernelID, c call) bool {
+		x, dst, res := make([]float32, c.n*c.d), make([]float32, c.n*c.d), make([]float32, c.n*c.d)
+		j := job{dst: ptr(dst), x: ptr(x), d: c.d, stride: c.d, dstStride: c.d, rows: c.n, format: c.f}
+		if c.layer {
 			j.flags = flagCenter
+		}
+		if c.inPlace {
+			j.dst = j.x
+		}
+		if c.residual {
+			j.res = ptr(res)
 		}
 		j.setGroups(k)
 		return j.flags&flagGroups != 0
+	}
+	const rows = 8
+	// groups is flagged for rows rows out of place without a residual.
+	groups := func(k kernelID, f format, d int, layer bool) bool {
+		return flagged(k, call{n: rows, d: d, f: f, layer: layer})
 	}
 	formats := []format{formatF32, formatBF16, formatF16, formatToBF16, formatToF16}
 	streamBytes = math.MaxInt // every call in cache
@@ -158,13 +173,7 @@ func TestGroupsFlag(t *testing.T) {
 	streamBytes = math.MaxInt
 	f32Groups = streamrule.F32Groups{Bytes: 48 << 10, WideFrom: 832, WideBytes: 1 << 20}
 	f32 := func(k kernelID, n, d int, inPlace bool) bool {
-		x, dst := make([]float32, n*d), make([]float32, n*d)
-		j := job{dst: ptr(dst), x: ptr(x), d: d, stride: d, dstStride: d, rows: n, format: formatF32}
-		if inPlace {
-			j.dst = j.x
-		}
-		j.setGroups(k)
-		return j.flags&flagGroups != 0
+		return flagged(k, call{n: n, d: d, f: formatF32, inPlace: inPlace})
 	}
 	for _, long := range []bool{false, true} {
 		avx512LongGroups = long
@@ -199,17 +208,8 @@ func TestGroupsFlag(t *testing.T) {
 		for _, f := range formats {
 			for _, layer := range []bool{false, true} {
 				for _, residual := range []bool{false, true} {
-					x, dst, res := make([]float32, n*576), make([]float32, n*576), make([]float32, n*576)
-					j := job{dst: ptr(dst), x: ptr(x), d: 576, stride: 576, dstStride: 576, rows: n, format: f}
-					if layer {
-						j.flags = flagCenter
-					}
-					if residual {
-						j.res = ptr(res)
-					}
-					j.setGroups(kernelAVX512)
 					want := n == 4 && !residual
-					if got := j.flags&flagGroups != 0; got != want {
+					if got := flagged(kernelAVX512, call{n: n, d: 576, f: f, layer: layer, residual: residual}); got != want {
 						t.Errorf("%dx576 format %d, LayerNorm %v, residual %v: flagGroups %v, want %v", n, f, layer, residual, got, want)
 					}
 				}

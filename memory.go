@@ -111,10 +111,11 @@ func (j *job) rowBytes() uintptr {
 // and 8-38% on avx2, and loses on rows of 128 (38-49%: each row costs as many prefetches as
 // loads) and, with DW, on rows of 8192 and more; the sum passes' prefetches gain nothing there on
 // top of it. On Zen 3 the two together measured 2-17% faster, and on Sapphire Rapids and Emerald
-// Rapids 0-8% (avx512). The LayerNorm ones on amd64 read x twice from cache (its centered squares) before they first read dy: with flagPF that
-// pass prefetches the row's dy, so that memory is not idle through it; 2048x4096 measured 5-20%
-// faster on a Zen 5 (avx512 and avx2, ten interleaved runs). Their pass over x and dy, from the
-// cache too, prefetches the next row's x: 8-18% faster again. NEON's do not prefetch.
+// Rapids 0-8% (avx512). The LayerNorm ones on amd64 read x twice from cache (its centered
+// squares) before they first read dy: with flagPF that pass prefetches the row's dy, so that
+// memory is not idle through it; 2048x4096 measured 5-20% faster on a Zen 5 (avx512 and avx2,
+// ten interleaved runs). Their pass over x and dy, from the cache too, prefetches the next row's
+// x: 8-18% faster again. NEON's do not prefetch.
 func (j *job) setBackwardMemoryFlags() {
 	if 3*uintptr(j.rows)*uintptr(j.d)*4 >= uintptr(streamBytes) {
 		j.flags |= flagPF

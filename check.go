@@ -88,11 +88,11 @@ func streamsOneByOne(d int, f format, k kernelID) bool {
 
 // setStreamFlags sets the flags of forwardRows's job for kernel k when its rows could fill the
 // cache: the memory flags (setMemoryFlags), and flagRows for the streamed calls out of place that
-// go one row at a time through the one-row path (streamsOneByOne), which then has flagNT and
-// flagPF too.
+// prefetch (flagNT and flagPF: not left to the hardware) and go one row at a time through the
+// one-row path (streamsOneByOne), whose streamed loop takes exactly those three flags.
 func (j *job) setStreamFlags(k kernelID) {
 	j.setMemoryFlags()
-	if j.flags&flagNT != 0 && streamsOneByOne(j.d, j.format, k) {
+	if j.flags&(flagNT|flagPF) == flagNT|flagPF && streamsOneByOne(j.d, j.format, k) {
 		j.flags |= flagRows
 	}
 }

@@ -6,7 +6,7 @@ package rmsnorm
 
 // Flag bits of job.flags.
 const (
-	flagNT     = 1    // write dst with non-temporal stores (the batch is larger than the cache)
+	flagNT     = 1    // write dst with non-temporal stores (the batch is larger than the cache); without flagPF the rows are left to the hardware prefetchers (streamrule.Hardware)
 	flagPF     = 2    // the rows come from memory, or lie far apart: prefetch them (the generic kernel: touchRow)
 	flagFuse   = 4    // backward: the last row of a block adds the block's partial sum to DW
 	flagRN     = 8    // 16-bit rows with a weight: round x*inv to the format before the weight (RoundNormalized)

@@ -10,12 +10,14 @@ import "github.com/gosimd/rmsnorm/internal/streamrule"
 // cpuid, by the rule of internal/streamrule, with the measurements behind it) and memory_noasm.go.
 //
 // Prefetching (the generator, asm/amd64/kernel.go: prefetch, pfOffset): PREFETCHT0, in the scale
-// pass of a row, of the row after it (eight rows on for rows of at most 512 elements); the sum pass
-// of float32 rows prefetches nothing (but on the paths of Zen 3 below), that of 16-bit rows two
-// rows ahead. A float32 row of 4096, its
-// weight and the next row are 48 KiB, Zen 5's L1d; the sum pass used to prefetch two rows ahead as
-// well, and dropping that measured, Zen 5, Forward, benchstat of six interleaved runs: 16384x4096
-// -15% (avx512) and -26% (avx2), 2048x4096 -3% and -5%, 32768x128 and 1x4096 unchanged. On Zen 4
+// pass of a row, of the row after it (eight rows on for rows of at most 512 elements; on Zen 5
+// not for float32 rows of 8192 and longer out of place whose x fits the L3, which the hardware
+// prefetchers serve better: hardwareRows, streamrule.Hardware); the sum pass of float32 rows
+// prefetches nothing (but on the paths of Zen 3 below), that of 16-bit rows two rows ahead. A
+// float32 row of 4096, its weight and the next row are 48 KiB, Zen 5's L1d; the sum pass used to
+// prefetch two rows ahead as well, and dropping that measured, Zen 5, Forward, benchstat of six
+// interleaved runs: 16384x4096 -15% (avx512) and -26% (avx2), 2048x4096 -3% and -5%, 32768x128 and
+// 1x4096 unchanged. On Zen 4
 // (32 KiB of L1d) fewer rows in flight can only leave more of the cache to the row being summed;
 // it was not measured there. On Zen 3 the AVX2 kernel's pipe (flagPipe; AVX-512's on Sapphire
 // Rapids and Emerald Rapids) sums the next row inside
@@ -37,6 +39,10 @@ import "github.com/gosimd/rmsnorm/internal/streamrule"
 //   - on Zen 5, streamed float32 rows with a residual (out of place) of the lengths of
 //     nextResidual also take flagNext: the scale pass of a row prefetches the next row of x
 //     beside that of h (streamrule.NextResidual has the measurements);
+//   - on Zen 5, streamed float32 rows out of place without a residual (RMSNorm's, into float32)
+//     that hardwareRows takes (long rows whose x fits the L3) take flagNT without flagPF: the
+//     scale pass leaves the next row to the hardware prefetchers (leftToHardware;
+//     streamrule.Hardware has the measurements);
 //   - on Zen 3, streamed float32 rows (out of place) also take the AVX2 kernel's pipe (pipes):
 //     into float32 rows, and into float16 ones (without RoundNormalized) when they are longer
 //     than streamrule.PipeMinTo16; so do float16 rows into float16 ones (without
@@ -59,8 +65,28 @@ func (j *job) setMemoryFlags() {
 			if j.res != nil && j.format.in() == formatF32 && within(nextResidual, j.d) {
 				j.flags |= flagNext
 			}
+			if j.leftToHardware() {
+				j.flags &^= flagPF
+			}
 		}
 	}
+}
+
+// leftToHardware reports whether the streamed job j, out of place, leaves its rows to the hardware
+// prefetchers (flagNT without flagPF): float32 rows into float32 without a residual, RMSNorm's
+// (the functions that read flagPF in their non-temporal loop), that its kernel's rule in
+// hardwareRows takes by their length and the bytes of x.
+func (j *job) leftToHardware() bool {
+	return j.res == nil && j.format == formatF32 && !j.layer() &&
+		hardwareOf(kernelID(j.fn/numEntries)).Takes(j.d, j.rows*j.d*4)
+}
+
+// hardwareOf returns kernel k's rule in hardwareRows.
+func hardwareOf(k kernelID) streamrule.HardwareRows {
+	if k == kernelAVX512 || k == kernelAVX512BF16 {
+		return hardwareRows[1]
+	}
+	return hardwareRows[0]
 }
 
 // pipes reports whether the rows of a streamed job can go through the kernels' pipe (flagPipe,

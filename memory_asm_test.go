@@ -16,6 +16,7 @@ var (
 	initNextResidual = nextResidual
 	initBackPipe     = backPipe
 	initF32Groups    = f32Groups
+	initHardwareRows = hardwareRows
 )
 
 // TestHostRules holds the machine-dependent variables of memory_asm.go to what streamrule decides
@@ -37,5 +38,10 @@ func TestHostRules(t *testing.T) {
 	}
 	if want := streamrule.GroupsF32(c); initF32Groups != want {
 		t.Errorf("f32Groups = %+v, streamrule.GroupsF32 says %+v", initF32Groups, want)
+	}
+	for i, wide := range []bool{false, true} {
+		if want := streamrule.Hardware(c, wide); initHardwareRows[i] != want {
+			t.Errorf("hardwareRows[%d] = %+v, streamrule.Hardware(wide %v) says %+v", i, initHardwareRows[i], wide, want)
+		}
 	}
 }

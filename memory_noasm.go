@@ -27,12 +27,14 @@ var (
 	f32Groups         streamrule.F32Groups
 )
 
-// aheadRows is false, and nextRows and nextResidual empty: flagAhead and flagNext are for the
-// assembly kernels, which this build does not have.
+// aheadRows is false, nextRows and nextResidual empty, and hardwareRows take nothing: flagAhead
+// and flagNext, and flagNT without flagPF, are for the assembly kernels, which this build does
+// not have.
 var (
 	aheadRows    = false
 	nextRows     = span(1, 0)
 	nextResidual = span(1, 0)
+	hardwareRows [2]streamrule.HardwareRows
 )
 
 // backPipe is false: flagPipe is for the assembly kernels, which this build does not have.

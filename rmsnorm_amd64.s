@@ -1741,6 +1741,8 @@ nopipe:
 	XORQ  R8, R8
 	MOVQ  job_d+0(AX), R9
 	SUBQ  $0x00000040, R9
+	TESTL $0x00000001, job_flags+0(AX)
+	JNZ   scalent
 	TESTL $0x00000002, job_flags+0(AX)
 	JNZ   scalepf
 	TESTQ SI, SI
@@ -1817,8 +1819,6 @@ scalepf:
 
 longrows6:
 	ADDQ  DX, R10
-	TESTL $0x00000001, job_flags+0(AX)
-	JNZ   scalent
 	TESTQ SI, SI
 	JZ    scalepfloopnoweight
 	TESTL $0x00000010, job_flags+0(AX)
@@ -1932,32 +1932,35 @@ longrows7:
 scalentloop:
 	CMPQ       R8, R9
 	JG         scaletail
+	TESTL      $0x00000002, R11
+	JZ         scalentloopnopf8
 	PREFETCHT0 (R10)(R8*4)
 	PREFETCHT0 64(R10)(R8*4)
 	PREFETCHT0 128(R10)(R8*4)
 	PREFETCHT0 192(R10)(R8*4)
 	TESTQ      R12, R12
-	JZ         noadd8
+	JZ         noadd9
 	PREFETCHT0 (R12)(R8*4)
 	PREFETCHT0 64(R12)(R8*4)
 	PREFETCHT0 128(R12)(R8*4)
 	PREFETCHT0 192(R12)(R8*4)
 
-noadd8:
+noadd9:
+scalentloopnopf8:
 	VMULPS (DX)(R8*4), Z5, Z0
 	VMULPS 64(DX)(R8*4), Z5, Z1
 	VMULPS 128(DX)(R8*4), Z5, Z2
 	VMULPS 192(DX)(R8*4), Z5, Z3
 	TESTQ  SI, SI
-	JZ     weighed10
+	JZ     weighed11
 	TESTL  $0x00000010, R11
-	JNZ    offset9
+	JNZ    offset10
 	VMULPS (SI)(R8*4), Z0, Z0
 	VMULPS 64(SI)(R8*4), Z1, Z1
 	VMULPS 128(SI)(R8*4), Z2, Z2
 	VMULPS 192(SI)(R8*4), Z3, Z3
 
-weighed10:
+weighed11:
 	VMOVNTPS Z0, (CX)(R8*4)
 	VMOVNTPS Z1, 64(CX)(R8*4)
 	VMOVNTPS Z2, 128(CX)(R8*4)
@@ -1965,7 +1968,7 @@ weighed10:
 	ADDQ     $0x00000040, R8
 	JMP      scalentloop
 
-offset9:
+offset10:
 	VMOVUPS (SI)(R8*4), Z7
 	VADDPS  Z4, Z7, Z7
 	VMULPS  Z7, Z0, Z0
@@ -1978,7 +1981,7 @@ offset9:
 	VMOVUPS 192(SI)(R8*4), Z7
 	VADDPS  Z4, Z7, Z7
 	VMULPS  Z7, Z3, Z3
-	JMP     weighed10
+	JMP     weighed11
 
 scaletail:
 	ADDQ $0x00000030, R9
@@ -1988,12 +1991,12 @@ scaleone:
 	JG      scalepart
 	VMULPS  (DX)(R8*4), Z5, Z0
 	TESTQ   SI, SI
-	JZ      noweight11
+	JZ      noweight12
 	VMOVUPS (SI)(R8*4), Z1
 	VADDPS  Z4, Z1, Z1
 	VMULPS  Z1, Z0, Z0
 
-noweight11:
+noweight12:
 	VMOVUPS Z0, (CX)(R8*4)
 	ADDQ    $0x00000010, R8
 	JMP     scaleone
@@ -2010,12 +2013,12 @@ partout:
 	VMOVUPS.Z (DX)(R8*4), K1, Z0
 	VMULPS    Z0, Z5, Z0
 	TESTQ     SI, SI
-	JZ        noweight12
+	JZ        noweight13
 	VMOVUPS.Z (SI)(R8*4), K1, Z1
 	VADDPS    Z4, Z1, Z1
 	VMULPS    Z1, Z0, Z0
 
-noweight12:
+noweight13:
 	VMOVUPS Z0, K1, (CX)(R8*4)
 	ADDQ    R10, R8
 	CMPQ    R8, job_d+0(AX)
@@ -4748,6 +4751,8 @@ scalebody:
 	XORQ  R8, R8
 	MOVQ  job_d+0(AX), R9
 	SUBQ  $0x00000040, R9
+	TESTL $0x00000001, job_flags+0(AX)
+	JNZ   scalent
 	TESTL $0x00000002, job_flags+0(AX)
 	JNZ   scalepf
 	TESTQ SI, SI
@@ -4960,8 +4965,6 @@ scalepf:
 
 longrows8:
 	ADDQ  DX, R10
-	TESTL $0x00000001, job_flags+0(AX)
-	JNZ   scalent
 	TESTQ SI, SI
 	JZ    scalepfloopnoweight
 	TESTL $0x00000010, job_flags+0(AX)
@@ -5892,6 +5895,8 @@ scalebody:
 	XORQ  R8, R8
 	MOVQ  job_d+0(AX), R9
 	SUBQ  $0x00000040, R9
+	TESTL $0x00000001, job_flags+0(AX)
+	JNZ   scalent
 	TESTL $0x00000002, job_flags+0(AX)
 	JNZ   scalepf
 	TESTQ SI, SI
@@ -6004,8 +6009,6 @@ scalepf:
 
 longrows8:
 	ADDQ  DX, R10
-	TESTL $0x00000001, job_flags+0(AX)
-	JNZ   scalent
 	TESTQ SI, SI
 	JZ    scalepfloopnoweight
 	TESTL $0x00000010, job_flags+0(AX)
@@ -7288,6 +7291,8 @@ nopipe:
 	XORQ  R8, R8
 	MOVQ  job_d+0(AX), R9
 	SUBQ  $0x00000040, R9
+	TESTL $0x00000001, job_flags+0(AX)
+	JNZ   scalent
 	TESTL $0x00000002, job_flags+0(AX)
 	JNZ   scalepf
 	TESTQ SI, SI
@@ -7415,8 +7420,6 @@ scalepf:
 
 longrows15:
 	ADDQ  DX, R10
-	TESTL $0x00000001, job_flags+0(AX)
-	JNZ   scalent
 	TESTQ SI, SI
 	JZ    scalepfloopnoweight
 	TESTL $0x00000010, job_flags+0(AX)
@@ -11340,6 +11343,8 @@ scalebody:
 	XORQ  R8, R8
 	MOVQ  job_d+0(AX), R9
 	SUBQ  $0x00000040, R9
+	TESTL $0x00000001, job_flags+0(AX)
+	JNZ   scalent
 	TESTL $0x00000002, job_flags+0(AX)
 	JNZ   scalepf
 	TESTQ SI, SI
@@ -11603,8 +11608,6 @@ scalepf:
 
 longrows16:
 	ADDQ  DX, R10
-	TESTL $0x00000001, job_flags+0(AX)
-	JNZ   scalent
 	TESTQ SI, SI
 	JZ    scalepfloopnoweight
 	TESTL $0x00000010, job_flags+0(AX)
@@ -12849,6 +12852,8 @@ scalebody:
 	XORQ  R8, R8
 	MOVQ  job_d+0(AX), R9
 	SUBQ  $0x00000040, R9
+	TESTL $0x00000001, job_flags+0(AX)
+	JNZ   scalent
 	TESTL $0x00000002, job_flags+0(AX)
 	JNZ   scalepf
 	TESTQ SI, SI
@@ -13012,8 +13017,6 @@ scalepf:
 
 longrows16:
 	ADDQ  DX, R10
-	TESTL $0x00000001, job_flags+0(AX)
-	JNZ   scalent
 	TESTQ SI, SI
 	JZ    scalepfloopnoweight
 	TESTL $0x00000010, job_flags+0(AX)
@@ -21909,6 +21912,8 @@ nopipe:
 	XORQ  R8, R8
 	MOVQ  job_d+0(AX), R9
 	SUBQ  $0x00000020, R9
+	TESTL $0x00000001, job_flags+0(AX)
+	JNZ   scalent
 	TESTL $0x00000002, job_flags+0(AX)
 	JNZ   scalepf
 	TESTQ SI, SI
@@ -21985,8 +21990,6 @@ scalepf:
 
 longrows22:
 	ADDQ  DX, R10
-	TESTL $0x00000001, job_flags+0(AX)
-	JNZ   scalent
 	TESTQ SI, SI
 	JZ    scalepfloopnoweight
 	TESTL $0x00000010, job_flags+0(AX)
@@ -22094,28 +22097,31 @@ longrows23:
 scalentloop:
 	CMPQ       R8, R9
 	JG         scaletail
+	TESTL      $0x00000002, R11
+	JZ         scalentloopnopf24
 	PREFETCHT0 (R10)(R8*4)
 	PREFETCHT0 64(R10)(R8*4)
 	TESTQ      R12, R12
-	JZ         noadd24
+	JZ         noadd25
 	PREFETCHT0 (R12)(R8*4)
 	PREFETCHT0 64(R12)(R8*4)
 
-noadd24:
+noadd25:
+scalentloopnopf24:
 	VMULPS (DX)(R8*4), Y8, Y0
 	VMULPS 32(DX)(R8*4), Y8, Y1
 	VMULPS 64(DX)(R8*4), Y8, Y2
 	VMULPS 96(DX)(R8*4), Y8, Y3
 	TESTQ  SI, SI
-	JZ     weighed26
+	JZ     weighed27
 	TESTL  $0x00000010, R11
-	JNZ    offset25
+	JNZ    offset26
 	VMULPS (SI)(R8*4), Y0, Y0
 	VMULPS 32(SI)(R8*4), Y1, Y1
 	VMULPS 64(SI)(R8*4), Y2, Y2
 	VMULPS 96(SI)(R8*4), Y3, Y3
 
-weighed26:
+weighed27:
 	VMOVNTPS Y0, (CX)(R8*4)
 	VMOVNTPS Y1, 32(CX)(R8*4)
 	VMOVNTPS Y2, 64(CX)(R8*4)
@@ -22123,7 +22129,7 @@ weighed26:
 	ADDQ     $0x00000020, R8
 	JMP      scalentloop
 
-offset25:
+offset26:
 	VMOVUPS (SI)(R8*4), Y4
 	VADDPS  Y9, Y4, Y4
 	VMULPS  Y4, Y0, Y0
@@ -22136,7 +22142,7 @@ offset25:
 	VMOVUPS 96(SI)(R8*4), Y4
 	VADDPS  Y9, Y4, Y4
 	VMULPS  Y4, Y3, Y3
-	JMP     weighed26
+	JMP     weighed27
 
 scaletail:
 	ADDQ $0x00000018, R9
@@ -22146,12 +22152,12 @@ scaleone:
 	JG      scalepart
 	VMULPS  (DX)(R8*4), Y8, Y0
 	TESTQ   SI, SI
-	JZ      noweight27
+	JZ      noweight28
 	VMOVUPS (SI)(R8*4), Y1
 	VADDPS  Y9, Y1, Y1
 	VMULPS  Y1, Y0, Y0
 
-noweight27:
+noweight28:
 	VMOVUPS Y0, (CX)(R8*4)
 	ADDQ    $0x00000008, R8
 	JMP     scaleone
@@ -22169,64 +22175,64 @@ partout:
 	XORQ R13, R13
 	SUBQ $0x00000008, R14
 
-copyvec28:
+copyvec29:
 	CMPQ    R13, R14
-	JG      copyone29
+	JG      copyone30
 	VMOVUPS (R11)(R13*4), Y0
 	VMOVUPS Y0, (R12)(R13*4)
 	ADDQ    $0x00000008, R13
-	JMP     copyvec28
+	JMP     copyvec29
 
-copyone29:
+copyone30:
 	ADDQ $0x00000008, R14
 
-copyloop31:
+copyloop32:
 	CMPQ R13, R14
-	JGE  copied30
+	JGE  copied31
 	MOVL (R11)(R13*4), R15
 	MOVL R15, (R12)(R13*4)
 	INCQ R13
-	JMP  copyloop31
+	JMP  copyloop32
 
-copied30:
+copied31:
 	TESTQ SI, SI
-	JZ    nowcopy32
+	JZ    nowcopy33
 	LEAQ  (SI)(R8*4), R11
 	LEAQ  160(SP), R12
 	MOVQ  R10, R14
 	XORQ  R13, R13
 	SUBQ  $0x00000008, R14
 
-copyvec33:
+copyvec34:
 	CMPQ    R13, R14
-	JG      copyone34
+	JG      copyone35
 	VMOVUPS (R11)(R13*4), Y0
 	VMOVUPS Y0, (R12)(R13*4)
 	ADDQ    $0x00000008, R13
-	JMP     copyvec33
+	JMP     copyvec34
 
-copyone34:
+copyone35:
 	ADDQ $0x00000008, R14
 
-copyloop36:
+copyloop37:
 	CMPQ R13, R14
-	JGE  copied35
+	JGE  copied36
 	MOVL (R11)(R13*4), R15
 	MOVL R15, (R12)(R13*4)
 	INCQ R13
-	JMP  copyloop36
+	JMP  copyloop37
 
-copied35:
-nowcopy32:
+copied36:
+nowcopy33:
 	VMOVUPS 128(SP), Y0
 	VMULPS  Y0, Y8, Y0
 	TESTQ   SI, SI
-	JZ      noweight37
+	JZ      noweight38
 	VMOVUPS 160(SP), Y1
 	VADDPS  Y9, Y1, Y1
 	VMULPS  Y1, Y0, Y0
 
-noweight37:
+noweight38:
 	VMOVUPS Y0, 192(SP)
 	LEAQ    192(SP), R12
 	LEAQ    (CX)(R8*4), R11
@@ -22234,26 +22240,26 @@ noweight37:
 	XORQ    R13, R13
 	SUBQ    $0x00000008, R14
 
-copyvec38:
+copyvec39:
 	CMPQ    R13, R14
-	JG      copyone39
+	JG      copyone40
 	VMOVUPS (R12)(R13*4), Y0
 	VMOVUPS Y0, (R11)(R13*4)
 	ADDQ    $0x00000008, R13
-	JMP     copyvec38
+	JMP     copyvec39
 
-copyone39:
+copyone40:
 	ADDQ $0x00000008, R14
 
-copyloop41:
+copyloop42:
 	CMPQ R13, R14
-	JGE  copied40
+	JGE  copied41
 	MOVL (R12)(R13*4), R15
 	MOVL R15, (R11)(R13*4)
 	INCQ R13
-	JMP  copyloop41
+	JMP  copyloop42
 
-copied40:
+copied41:
 	ADDQ R10, R8
 	CMPQ R8, job_d+0(AX)
 	JB   scalentgo
@@ -26051,6 +26057,8 @@ weightadd21:
 	XORQ    R8, R8
 	MOVQ    job_d+0(AX), R9
 	SUBQ    $0x00000020, R9
+	TESTL   $0x00000001, job_flags+0(AX)
+	JNZ     scalent
 	TESTL   $0x00000002, job_flags+0(AX)
 	JNZ     scalepf
 	TESTQ   SI, SI
@@ -26282,8 +26290,6 @@ scalepf:
 
 longrows39:
 	ADDQ    DX, R10
-	TESTL   $0x00000001, job_flags+0(AX)
-	JNZ     scalent
 	TESTQ   SI, SI
 	JZ      scalepfloopnoweight
 	TESTL   $0x00000010, job_flags+0(AX)
@@ -28060,6 +28066,8 @@ nopipe:
 	XORQ  R8, R8
 	MOVQ  job_d+0(AX), R9
 	SUBQ  $0x00000020, R9
+	TESTL $0x00000001, job_flags+0(AX)
+	JNZ   scalent
 	TESTL $0x00000002, job_flags+0(AX)
 	JNZ   scalepf
 	TESTQ SI, SI
@@ -28172,8 +28180,6 @@ scalepf:
 
 longrows24:
 	ADDQ  DX, R10
-	TESTL $0x00000001, job_flags+0(AX)
-	JNZ   scalent
 	TESTQ SI, SI
 	JZ    scalepfloopnoweight
 	TESTL $0x00000010, job_flags+0(AX)
@@ -30011,6 +30017,8 @@ nopipe:
 	XORQ  R8, R8
 	MOVQ  job_d+0(AX), R9
 	SUBQ  $0x00000020, R9
+	TESTL $0x00000001, job_flags+0(AX)
+	JNZ   scalent
 	TESTL $0x00000002, job_flags+0(AX)
 	JNZ   scalepf
 	TESTQ SI, SI
@@ -30138,8 +30146,6 @@ scalepf:
 
 longrows35:
 	ADDQ  DX, R10
-	TESTL $0x00000001, job_flags+0(AX)
-	JNZ   scalent
 	TESTQ SI, SI
 	JZ    scalepfloopnoweight
 	TESTL $0x00000010, job_flags+0(AX)
@@ -35719,6 +35725,8 @@ weightadd30:
 	XORQ    R8, R8
 	MOVQ    job_d+0(AX), R9
 	SUBQ    $0x00000020, R9
+	TESTL   $0x00000001, job_flags+0(AX)
+	JNZ     scalent
 	TESTL   $0x00000002, job_flags+0(AX)
 	JNZ     scalepf
 	TESTQ   SI, SI
@@ -36001,8 +36009,6 @@ scalepf:
 
 longrows51:
 	ADDQ    DX, R10
-	TESTL   $0x00000001, job_flags+0(AX)
-	JNZ     scalent
 	TESTQ   SI, SI
 	JZ      scalepfloopnoweight
 	TESTL   $0x00000010, job_flags+0(AX)
@@ -38497,6 +38503,8 @@ nopipe:
 	XORQ  R8, R8
 	MOVQ  job_d+0(AX), R9
 	SUBQ  $0x00000020, R9
+	TESTL $0x00000001, job_flags+0(AX)
+	JNZ   scalent
 	TESTL $0x00000002, job_flags+0(AX)
 	JNZ   scalepf
 	TESTQ SI, SI
@@ -38660,8 +38668,6 @@ scalepf:
 
 longrows37:
 	ADDQ  DX, R10
-	TESTL $0x00000001, job_flags+0(AX)
-	JNZ   scalent
 	TESTQ SI, SI
 	JZ    scalepfloopnoweight
 	TESTL $0x00000010, job_flags+0(AX)
@@ -55334,6 +55340,8 @@ scalebody:
 	XORQ  R8, R8
 	MOVQ  job_d+0(AX), R9
 	SUBQ  $0x00000040, R9
+	TESTL $0x00000001, job_flags+0(AX)
+	JNZ   scalent
 	TESTL $0x00000002, job_flags+0(AX)
 	JNZ   scalepf
 	TESTQ SI, SI
@@ -55490,8 +55498,6 @@ scalepf:
 
 longrows28:
 	ADDQ  DX, R10
-	TESTL $0x00000001, job_flags+0(AX)
-	JNZ   scalent
 	TESTQ SI, SI
 	JZ    scalepfloopnoweight
 	TESTL $0x00000010, job_flags+0(AX)
@@ -59093,6 +59099,8 @@ scalebody:
 	XORQ  R8, R8
 	MOVQ  job_d+0(AX), R9
 	SUBQ  $0x00000040, R9
+	TESTL $0x00000001, job_flags+0(AX)
+	JNZ   scalent
 	TESTL $0x00000002, job_flags+0(AX)
 	JNZ   scalepf
 	TESTQ SI, SI
@@ -59300,8 +59308,6 @@ scalepf:
 
 longrows36:
 	ADDQ  DX, R10
-	TESTL $0x00000001, job_flags+0(AX)
-	JNZ   scalent
 	TESTQ SI, SI
 	JZ    scalepfloopnoweight
 	TESTL $0x00000010, job_flags+0(AX)

@@ -5,6 +5,8 @@ import (
 	"math"
 	"testing"
 	"unsafe"
+
+	"github.com/gosimd/rmsnorm/internal/streamrule"
 )
 
 // withStreaming runs f with the memory flags of rows from memory (non-temporal stores, prefetches,
@@ -12,16 +14,19 @@ import (
 // kernels' pipe (flagPipe) take the rows that qualify, whatever their length (pipeAbove 0), on a
 // pseudo-random half of the calls, and the backward's prefetches ahead (flagAhead, with
 // flagNext), its prefetch of the next row alone (flagNext, whatever the row length), its pipe
-// (backPipe, whatever the row length) and the forward's prefetch of a residual job's next row of
-// x (flagNext, whatever the row length) each on a half drawn apart, whatever the CPU, so that the
-// tests that stream run the kernels both ways (a bit that alternated would line up with loops
-// that stream an even number of times per iteration).
+// (backPipe, whatever the row length), the forward's prefetch of a residual job's next row of x
+// (flagNext, whatever the row length) and the rows left to the hardware prefetchers (flagNT
+// without flagPF, whatever the row length and size) each on a half drawn apart, whatever the CPU,
+// so that the tests that stream run the kernels both ways (a bit that alternated would line up
+// with loops that stream an even number of times per iteration).
 func withStreaming(on bool, f func()) {
 	saved, savedPipe, savedAbove, savedAhead := streamBytes, pipeRows, pipeAbove, aheadRows
 	savedBack, savedBackAbove, savedNext, savedNextRes := backPipe, backPipeAbove, nextRows, nextResidual
+	savedHardware := hardwareRows
 	defer func() {
 		streamBytes, pipeRows, pipeAbove, aheadRows = saved, savedPipe, savedAbove, savedAhead
 		backPipe, backPipeAbove, nextRows, nextResidual = savedBack, savedBackAbove, savedNext, savedNextRes
+		hardwareRows = savedHardware
 	}()
 	streamBytes = math.MaxInt
 	if on {
@@ -38,12 +43,19 @@ func withStreaming(on bool, f func()) {
 		if streamState>>59&1 == 1 {
 			nextResidual = [2]int{0, math.MaxInt}
 		}
+		hardwareRows = [2]streamrule.HardwareRows{}
+		if streamState>>58&1 == 1 {
+			hardwareRows = [2]streamrule.HardwareRows{allHardware, allHardware}
+		}
 	}
 	f()
 }
 
 // streamState is the state of withStreaming's pseudo-random choice of the pipe and the prefetches.
 var streamState uint64
+
+// allHardware leaves every streamed call it may to the hardware prefetchers.
+var allHardware = streamrule.HardwareRows{From: 1, Bytes: math.MaxInt}
 
 // aligned32 returns n elements (float32, or uint16 for float16 rows) from a 32-byte boundary, the
 // alignment the pipe needs for dst, with pre elements before them (which shift the start) and 32
@@ -350,6 +362,77 @@ func TestNextResidualFlag(t *testing.T) {
 		j.setMemoryFlags()
 		if got := j.flags&flagNext != 0; got != c.want {
 			t.Errorf("%s: flagNext %v, want %v (flags %#x)", c.name, got, c.want, j.flags)
+		}
+	}
+}
+
+// TestHardwareFlag checks which forward jobs setMemoryFlags leaves to the hardware prefetchers
+// (flagNT without flagPF): streamed float32 rows into float32, out of place, without a residual,
+// not LayerNorm's, that their kernel's rule in hardwareRows takes by the row length and the bytes
+// of x (the avx512 kernel's [1], the others' [0]); every other streamed job keeps flagPF.
+func TestHardwareFlag(t *testing.T) {
+	saved, savedHardware := streamBytes, hardwareRows
+	defer func() { streamBytes, hardwareRows = saved, savedHardware }()
+	const rows, d = 4, 8192
+	xBytes := rows * d * 4
+	for _, c := range []struct {
+		name              string
+		d                 int
+		f                 format
+		k                 kernelID
+		residual, inPlace bool
+		center, bias      bool
+		small             bool
+		bytes             int // the rule's Bytes; 0: xBytes
+		want              bool
+	}{
+		{name: "float32 rows", d: d, f: formatF32, k: kernelAVX512, want: true},
+		{name: "the avx512 kernel with AVX512_BF16", d: d, f: formatF32, k: kernelAVX512BF16, want: true},
+		{name: "the avx2 kernel's rule", d: 2 * d, f: formatF32, k: kernelAVX2, want: true},
+		{name: "rows of the shortest length", d: d - 64, f: formatF32, k: kernelAVX512, want: true},
+		{name: "rows shorter than the rule's", d: d - 65, f: formatF32, k: kernelAVX512},
+		{name: "the avx2 kernel's rows shorter than its rule's", d: d, f: formatF32, k: kernelAVX2},
+		{name: "x beyond the rule's bytes", d: d, f: formatF32, k: kernelAVX512, bytes: xBytes - 1},
+		{name: "a residual", d: d, f: formatF32, k: kernelAVX512, residual: true},
+		{name: "in place", d: d, f: formatF32, k: kernelAVX512, inPlace: true},
+		{name: "LayerNorm (Center)", d: d, f: formatF32, k: kernelAVX512, center: true},
+		{name: "LayerNorm (a bias)", d: d, f: formatF32, k: kernelAVX512, bias: true},
+		{name: "into bfloat16", d: d, f: formatToBF16, k: kernelAVX512},
+		{name: "bfloat16 rows", d: d, f: formatBF16, k: kernelAVX512},
+		{name: "float16 rows", d: d, f: formatF16, k: kernelAVX512},
+		{name: "rows in cache", d: d, f: formatF32, k: kernelAVX512, small: true},
+	} {
+		x, res, bias := make([]float32, rows*c.d), make([]float32, rows*c.d), make([]float32, c.d)
+		dst := ptr(make([]float32, rows*c.d))
+		if c.inPlace {
+			dst = ptr(x)
+		}
+		j := job{dst: dst, x: ptr(x), d: c.d, stride: c.d, dstStride: c.d, rows: rows, format: c.f,
+			fn: uint32(c.k) * numEntries}
+		if c.residual {
+			j.res = ptr(res)
+		}
+		if c.center {
+			j.flags |= flagCenter
+		}
+		if c.bias {
+			j.bias = ptr(bias)
+		}
+		bytes := xBytes
+		if c.bytes != 0 {
+			bytes = c.bytes
+		}
+		streamBytes = 0
+		if c.small {
+			streamBytes = math.MaxInt
+		}
+		hardwareRows = [2]streamrule.HardwareRows{{From: 2 * d, Bytes: math.MaxInt}, {From: d - 64, Bytes: bytes}}
+		j.setMemoryFlags()
+		if got := j.flags&(flagNT|flagPF) == flagNT; got != c.want {
+			t.Errorf("%s: flagNT without flagPF %v, want %v (flags %#x)", c.name, got, c.want, j.flags)
+		}
+		if !c.small && !c.want && j.flags&flagPF == 0 {
+			t.Errorf("%s: flagPF left out (flags %#x)", c.name, j.flags)
 		}
 	}
 }

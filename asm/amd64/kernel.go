@@ -1197,16 +1197,18 @@ func (g *gen) scale(src GPVirtual, invv, one VecVirtual) {
 		JNZ(LabelRef("scalent"))
 		forms("scaleloop", pf, fl)
 	} else {
-		// A loop for each memory mode (and weight form), chosen once per row.
+		// A loop for each memory mode (and weight form), chosen once per row: flagNT comes with
+		// or without flagPF (see scaleLoop).
+		TESTL(U32(spec.FlagNT), g.flags())
+		JNZ(LabelRef("scalent"))
 		TESTL(U32(spec.FlagPF), g.flags())
 		JNZ(LabelRef("scalepf"))
 		forms("scaleloop", nil, nil)
 		Label("scalepf")
 		pf = g.pfOffset(1)
 		ADDQ(src, pf)
-		TESTL(U32(spec.FlagNT), g.flags())
-		JNZ(LabelRef("scalent"))
 		forms("scalepfloop", pf, nil)
+		pf = GP64() // for the non-temporal loop, set at scalentgo
 		fl = GP32() // for the non-temporal loop, which tests w and flagOffset per iteration
 	}
 
@@ -1270,6 +1272,12 @@ func (g *gen) scale(src GPVirtual, invv, one VecVirtual) {
 	Label("scaled")
 }
 
+// hardwareRows reports whether the function's non-temporal scale loop prefetches under flagPF
+// alone, so that the Go side may leave streamed rows to the hardware prefetchers (flagNT without
+// flagPF; streamrule.HardwareRows): RMSNorm's float32 rows into float32, the rows the rule was
+// measured on. The others' non-temporal loops prefetch whatever flagPF says (they always get both).
+func (g *gen) hardwareRows() bool { return !g.in16() && !g.out16() && !g.v.Layer }
+
 // oneLoop reports whether the sum and scale passes have one loop for rows with and without
 // flagPF, which tests the flag per iteration, rather than a loop for each. 16-bit rows spend many
 // cycles per iteration on their conversions and do not notice the test; float32 rows take a few,
@@ -1280,8 +1288,9 @@ func (g *gen) oneLoop() bool { return g.in16() }
 // to scaletail: prefetching the row at pf as it goes (unless pf is nil), with non-temporal stores
 // when nt. With fl (the flags in a register) and not nt, the prefetches depend on flagPF, tested
 // per iteration with a branch not taken when it is clear: one loop serves rows in cache and rows
-// from memory (flagNT comes only with flagPF; see oneLoop). The non-temporal loop (form byFlag)
-// tests w and flagOffset in fl instead (see weighLoop).
+// from memory (see oneLoop). The non-temporal loop (form byFlag) tests w and flagOffset in fl
+// instead (see weighLoop), and flagPF too in the functions of hardwareRows, where flagNT may come
+// without it; elsewhere flagNT comes only with flagPF.
 func (g *gen) scaleLoop(name string, src, i, lim, pf, fl GPVirtual, invv, one VecVirtual, nt bool, form spec.Mode) {
 	s := g.s
 	Label(name)
@@ -1301,6 +1310,15 @@ func (g *gen) scaleLoop(name string, src, i, lim, pf, fl GPVirtual, invv, one Ve
 		TESTL(U32(spec.FlagPF), fl)
 		JNZ(LabelRef(pfLines))
 		Label(body)
+	case nt && g.hardwareRows():
+		// Rows from memory prefetch the next row unless the Go side left flagPF out
+		// (streamrule.HardwareRows): a branch per iteration, which they do not notice (see
+		// weighLoop).
+		skip := g.label(name + "nopf")
+		TESTL(U32(spec.FlagPF), fl)
+		JZ(LabelRef(skip))
+		g.prefetchLines(pf, i)
+		Label(skip)
 	case pf != nil:
 		g.prefetchLines(pf, i)
 	}

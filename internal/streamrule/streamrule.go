@@ -744,6 +744,75 @@ func NextResidual(c CPU) (lo, hi int) {
 	return 1, 0
 }
 
+// HardwareRows says which streamed calls of float32 rows out of place (RMSNorm's, into float32,
+// without a residual: the function of Forward and Norm.Apply) are left to the hardware
+// prefetchers: the loop that scales a row with non-temporal stores does not prefetch the next row,
+// as it does for every other streamed row (flagNT without flagPF). A call of rows of d whose x
+// takes b bytes is left to them when From > 0, d >= From and b <= Bytes. The zero HardwareRows
+// takes none.
+type HardwareRows struct {
+	From, Bytes int
+}
+
+// Takes reports whether a call of rows of d whose x takes b bytes is left to the hardware under r.
+func (r HardwareRows) Takes(d, b int) bool { return r.From > 0 && d >= r.From && b <= r.Bytes }
+
+// Hardware returns the HardwareRows of c for the avx512 kernel (wide) or the others: on Zen 5, the
+// calls whose x fits within the streaming threshold (Bytes: the L3, or Fallback where cpuid
+// reports none; the rows stream from the moment x and dst together reach it), of rows of 8192
+// and longer with the avx512 kernel and of 12288 and longer (48 KiB, the L1d) with the avx2 one;
+// none elsewhere. Such a row, the weight and the next row prefetched whole are two L1ds
+// or more, x comes back from the L3 from one call to the next, and there the prefetches cost more
+// than they bring; from memory they pay, as they do for shorter rows.
+//
+// Measured on the Zen 5 of Next (L1d 48 KiB, L2 1 MiB, L3 32 MiB, which this VM's cpuid did not
+// report: its threshold was Fallback, 32 MiB), 2026-12-06, Forward out of
+// place, the next row's prefetch on and off alternated in one process (first a scratch build whose
+// loop skipped it under a flag, then the rule's variable toggled), 21-41 rounds, the median of the
+// rounds' time ratios (off/on: below 1 leaving the rows to the hardware is faster), runs of
+// different sets of shapes. The avx512 kernel, x within the L3:
+//
+//	512x8192    0.916, 0.924, 0.897, 0.936, 0.992, 0.943, 0.970, 0.957, 0.951, 0.978, 0.975
+//	640x8192    0.914, 0.940
+//	768x8192    0.969, 0.924, 0.961, 0.987
+//	1024x8192   0.922, 1.019, 0.959, 1.032, 0.993, 1.100, 1.110, 0.946, 0.976 (x is the L3)
+//	768x9216    0.971
+//	640x10240   1.006             768x10240   1.014
+//	512x12288   0.878, 0.923, 0.921, 0.964, 0.929, 0.891, 0.951, 0.914, 0.963, 0.905, 0.948
+//	256x16384   0.961, 0.973, 0.984, 0.982, 0.986, 0.906, 0.968
+//	384x16384   0.889, 0.937, 0.900, 0.886, 0.900, 0.875, 0.950
+//	128x32768   0.958, 1.009, 1.029, 0.897
+//	1024x7168   1.220, 0.953, 1.088, 0.925, 0.948, 1.035
+//	1024x7680   0.970             1024x6656   1.004
+//	1024x6144   1.010, 1.021, 1.057, 0.986, 1.054, 1.157, 1.028, 1.034, 1.068
+//	1024x4096   1.312             1280x4096   1.273             2048x2048   1.217
+//	2048x4096   1.270-1.401 (six runs)        4096x2048   1.356, 1.455
+//
+// x beyond the L3: 1536x8192 1.064; 2048x8192 1.055, 0.995, 1.104, 1.102; 4096x8192 1.096;
+// 1024x12288 1.069; 2048x12288 1.047; 1024x16384 0.967; 512x32768 1.052; 2048x5120 1.221;
+// 16384x4096 1.364, 1.353.
+// The avx2 kernel, x within the L3: 512x8192 1.021, 1.107; 768x8192 1.099, 1.026; 1024x8192
+// 1.028; 640x10240 1.011; 512x12288 0.910, 0.866; 256x16384 0.899, 0.893; 384x16384 0.860,
+// 0.929; 128x32768 0.888; and beyond it 2048x8192 1.066.
+//
+// The VM's medians sat 10-30% above its best rounds, so single ratios within 5% of 1 say little;
+// the rule takes the lengths that gained in nearly every run. Prefetching only the first 8 KiB of
+// the next row, or 16 KiB ahead of the loads whatever the row length, measured between the two
+// (avx512). In place (ordinary stores into the rows the sum pass brought in) rows of 8192-16384
+// measured the same without the prefetch (2048x8192 1.003, 1024x16384 1.014, 2048x12288 0.997)
+// and keep it. The backward's dx pass lost with the next row prefetched at 8192 and longer too
+// (see Next). Other formats and LayerNorm's rows, not measured, keep the prefetch.
+func Hardware(c CPU, wide bool) HardwareRows {
+	if !zen5(c) {
+		return HardwareRows{}
+	}
+	b, _ := Bytes(c)
+	if wide {
+		return HardwareRows{From: 8192, Bytes: b}
+	}
+	return HardwareRows{From: 12288, Bytes: b}
+}
+
 // BackwardPipe reports whether the AVX2 backward kernel pipes streamed rows on c (FlagPipe on a
 // backward job: RMSNorm's functions, d a multiple of 64, dx rows 32-byte aligned; dx out with
 // non-temporal stores for d above BackwardPipeAbove, or in place, ordinary stores into dy, for d

@@ -90,6 +90,16 @@ func TestBytes(t *testing.T) {
 		if g := GroupsF32(c.cpu); g != wantF32 {
 			t.Errorf("%s: GroupsF32(%+v) = %+v; want %+v", c.name, c.cpu, g, wantF32)
 		}
+		wantHW, wantHWWide := HardwareRows{}, HardwareRows{}
+		if wantGroups != 0 { // Zen 5: x within the threshold (c.want: the L3, or Fallback)
+			wantHW, wantHWWide = HardwareRows{From: 12288, Bytes: c.want}, HardwareRows{From: 8192, Bytes: c.want}
+		}
+		if h := Hardware(c.cpu, false); h != wantHW {
+			t.Errorf("%s: Hardware(%+v, false) = %+v; want %+v", c.name, c.cpu, h, wantHW)
+		}
+		if h := Hardware(c.cpu, true); h != wantHWWide {
+			t.Errorf("%s: Hardware(%+v, true) = %+v; want %+v", c.name, c.cpu, h, wantHWWide)
+		}
 		if r := Rows(c.cpu, false); r != want {
 			t.Errorf("%s: Rows(%+v, false) = %+v; want %+v", c.name, c.cpu, r, want)
 		}
@@ -181,6 +191,27 @@ func TestF32GroupsTakes(t *testing.T) {
 		{zen5, 1024, 1*mib + 1, false},
 		{F32Groups{Bytes: 48 * kib}, 1024, 64 * kib, false}, // WideFrom 0: no wide bound
 		{F32Groups{}, 576, 1, false},
+	} {
+		if got := c.r.Takes(c.d, c.b); got != c.takes {
+			t.Errorf("%+v.Takes(%d, %d) = %v; want %v", c.r, c.d, c.b, got, c.takes)
+		}
+	}
+}
+
+func TestHardwareRowsTakes(t *testing.T) {
+	const mib = 1 << 20
+	zen5 := HardwareRows{From: 8192, Bytes: 32 * mib}
+	for _, c := range []struct {
+		r     HardwareRows
+		d, b  int
+		takes bool
+	}{
+		{zen5, 8192, 16 * mib, true},
+		{zen5, 8191, 16 * mib, false},
+		{zen5, 16384, 32 * mib, true},
+		{zen5, 16384, 32*mib + 1, false},
+		{HardwareRows{Bytes: 32 * mib}, 8192, 1, false}, // From 0: none
+		{HardwareRows{}, 8192, 0, false},
 	} {
 		if got := c.r.Takes(c.d, c.b); got != c.takes {
 			t.Errorf("%+v.Takes(%d, %d) = %v; want %v", c.r, c.d, c.b, got, c.takes)

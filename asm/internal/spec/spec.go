@@ -338,7 +338,7 @@ var KernelIDs = []string{"kernelGeneric", "kernelAVX2", "kernelAVX512", "kernelN
 
 // Flag bits of job.flags.
 const (
-	FlagNT = 1 // write dst with non-temporal stores (the batch is larger than the cache)
+	FlagNT = 1 // write dst with non-temporal stores (the batch is larger than the cache); comes with FlagPF but for the rows left to the hardware prefetchers (streamrule.Hardware: RMSNorm's float32 rows into float32)
 	FlagPF = 2 // the rows come from memory, or lie far apart: the kernels prefetch the rows ahead (the generic one reads each row in order first)
 	// FlagFuse (backward with a weight gradient): one worker does all the rows of the call, so the
 	// last row of a block adds its block's partial sum to DW itself (DW += P + q). Without it each
@@ -426,7 +426,7 @@ func GoSpec(header string) string {
 	fmt.Fprintf(&b, "%s\n\npackage rmsnorm\n\n", header)
 	b.WriteString("// What the assembly kernels and the Go side share, from asm/internal/spec.\n\n")
 	b.WriteString("// Flag bits of job.flags.\nconst (\n")
-	fmt.Fprintf(&b, "\tflagNT = %d // write dst with non-temporal stores (the batch is larger than the cache)\n", FlagNT)
+	fmt.Fprintf(&b, "\tflagNT = %d // write dst with non-temporal stores (the batch is larger than the cache); without flagPF the rows are left to the hardware prefetchers (streamrule.Hardware)\n", FlagNT)
 	fmt.Fprintf(&b, "\tflagPF = %d // the rows come from memory, or lie far apart: prefetch them (the generic kernel: touchRow)\n", FlagPF)
 	fmt.Fprintf(&b, "\tflagFuse = %d // backward: the last row of a block adds the block's partial sum to DW\n", FlagFuse)
 	fmt.Fprintf(&b, "\tflagRN = %d // 16-bit rows with a weight: round x*inv to the format before the weight (RoundNormalized)\n", FlagRN)

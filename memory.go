@@ -11,7 +11,7 @@ import "github.com/gosimd/rmsnorm/internal/streamrule"
 //
 // Prefetching (the generator, asm/amd64/kernel.go: prefetch, pfOffset): PREFETCHT0, in the scale
 // pass of a row, of the row after it (eight rows on for rows of at most 512 elements; on Zen 5
-// not for float32 rows of 8192 and longer out of place whose x fits the L3, which the hardware
+// not for float32 rows of 8192 and longer out of place whose x stays in the L3, which the hardware
 // prefetchers serve better: hardwareRows, streamrule.Hardware); the sum pass of float32 rows
 // prefetches nothing (but on the paths of Zen 3 below), that of 16-bit rows two rows ahead. A
 // float32 row of 4096, its weight and the next row are 48 KiB, Zen 5's L1d; the sum pass used to
@@ -40,7 +40,7 @@ import "github.com/gosimd/rmsnorm/internal/streamrule"
 //     nextResidual also take flagNext: the scale pass of a row prefetches the next row of x
 //     beside that of h (streamrule.NextResidual has the measurements);
 //   - on Zen 5, streamed float32 rows out of place without a residual (RMSNorm's, into float32)
-//     that hardwareRows takes (long rows whose x fits the L3) take flagNT without flagPF: the
+//     that hardwareRows takes (long rows whose x stays in the L3) take flagNT without flagPF: the
 //     scale pass leaves the next row to the hardware prefetchers (leftToHardware;
 //     streamrule.Hardware has the measurements);
 //   - on Zen 3, streamed float32 rows (out of place) also take the AVX2 kernel's pipe (pipes):

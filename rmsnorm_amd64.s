@@ -5248,24 +5248,27 @@ longrows13:
 scalentloop:
 	CMPQ       R8, R9
 	JG         scaletail
+	TESTL      $0x00000002, R11
+	JZ         scalentloopnopf14
 	PREFETCHT0 (R10)(R8*4)
 	PREFETCHT0 64(R10)(R8*4)
 	PREFETCHT0 128(R10)(R8*4)
 	PREFETCHT0 192(R10)(R8*4)
 	TESTQ      R12, R12
-	JZ         noadd14
+	JZ         noadd15
 	PREFETCHT0 (R12)(R8*4)
 	PREFETCHT0 64(R12)(R8*4)
 	PREFETCHT0 128(R12)(R8*4)
 	PREFETCHT0 192(R12)(R8*4)
 
-noadd14:
+noadd15:
+scalentloopnopf14:
 	VMULPS      (DX)(R8*4), Z7, Z8
 	VMULPS      64(DX)(R8*4), Z7, Z9
 	VMULPS      128(DX)(R8*4), Z7, Z10
 	VMULPS      192(DX)(R8*4), Z7, Z11
 	TESTL       $0x00000008, job_flags+0(AX)
-	JZ          notrn15
+	JZ          notrn16
 	VMOVDQA64   Z3, Z13
 	VFIXUPIMMPS $0x00, Z4, Z8, Z13
 	VPSRLD      $0x10, Z13, Z8
@@ -5295,17 +5298,17 @@ noadd14:
 	VPADDD      Z13, Z11, Z11
 	VPANDD      Z2, Z11, Z11
 
-notrn15:
+notrn16:
 	TESTQ  SI, SI
-	JZ     weighed17
+	JZ     weighed18
 	TESTL  $0x00000010, R11
-	JNZ    offset16
+	JNZ    offset17
 	VMULPS (SI)(R8*4), Z8, Z8
 	VMULPS 64(SI)(R8*4), Z9, Z9
 	VMULPS 128(SI)(R8*4), Z10, Z10
 	VMULPS 192(SI)(R8*4), Z11, Z11
 
-weighed17:
+weighed18:
 	VMOVDQA64   Z3, Z13
 	VFIXUPIMMPS $0x00, Z4, Z8, Z13
 	VPSRLD      $0x10, Z13, Z8
@@ -5337,7 +5340,7 @@ weighed17:
 	ADDQ        $0x00000040, R8
 	JMP         scalentloop
 
-offset16:
+offset17:
 	VMOVUPS (SI)(R8*4), Z13
 	VADDPS  Z6, Z13, Z13
 	VMULPS  Z13, Z8, Z8
@@ -5350,7 +5353,7 @@ offset16:
 	VMOVUPS 192(SI)(R8*4), Z13
 	VADDPS  Z6, Z13, Z13
 	VMULPS  Z13, Z11, Z11
-	JMP     weighed17
+	JMP     weighed18
 
 scaletail:
 	ADDQ $0x00000030, R9
@@ -5360,7 +5363,7 @@ scaleone:
 	JG          scalepart
 	VMULPS      (DX)(R8*4), Z7, Z8
 	TESTL       $0x00000008, job_flags+0(AX)
-	JZ          notrn18
+	JZ          notrn19
 	VMOVDQA64   Z3, Z9
 	VFIXUPIMMPS $0x00, Z4, Z8, Z9
 	VPSRLD      $0x10, Z9, Z8
@@ -5369,14 +5372,14 @@ scaleone:
 	VPADDD      Z9, Z8, Z8
 	VPANDD      Z2, Z8, Z8
 
-notrn18:
+notrn19:
 	TESTQ   SI, SI
-	JZ      noweight19
+	JZ      noweight20
 	VMOVUPS (SI)(R8*4), Z9
 	VADDPS  Z6, Z9, Z9
 	VMULPS  Z9, Z8, Z8
 
-noweight19:
+noweight20:
 	VMOVDQA64   Z3, Z9
 	VFIXUPIMMPS $0x00, Z4, Z8, Z9
 	VPSRLD      $0x10, Z9, Z8
@@ -5400,7 +5403,7 @@ partout:
 	VMOVUPS.Z   (DX)(R8*4), K1, Z8
 	VMULPS      Z8, Z7, Z8
 	TESTL       $0x00000008, job_flags+0(AX)
-	JZ          notrn20
+	JZ          notrn21
 	VMOVDQA64   Z3, Z9
 	VFIXUPIMMPS $0x00, Z4, Z8, Z9
 	VPSRLD      $0x10, Z9, Z8
@@ -5409,14 +5412,14 @@ partout:
 	VPADDD      Z9, Z8, Z8
 	VPANDD      Z2, Z8, Z8
 
-notrn20:
+notrn21:
 	TESTQ     SI, SI
-	JZ        noweight21
+	JZ        noweight22
 	VMOVUPS.Z (SI)(R8*4), K1, Z9
 	VADDPS    Z6, Z9, Z9
 	VMULPS    Z9, Z8, Z8
 
-noweight21:
+noweight22:
 	VMOVDQA64   Z3, Z9
 	VFIXUPIMMPS $0x00, Z4, Z8, Z9
 	VPSRLD      $0x10, Z9, Z8
@@ -6180,24 +6183,27 @@ longrows13:
 scalentloop:
 	CMPQ       R8, R9
 	JG         scaletail
+	TESTL      $0x00000002, R11
+	JZ         scalentloopnopf14
 	PREFETCHT0 (R10)(R8*4)
 	PREFETCHT0 64(R10)(R8*4)
 	PREFETCHT0 128(R10)(R8*4)
 	PREFETCHT0 192(R10)(R8*4)
 	TESTQ      R12, R12
-	JZ         noadd14
+	JZ         noadd15
 	PREFETCHT0 (R12)(R8*4)
 	PREFETCHT0 64(R12)(R8*4)
 	PREFETCHT0 128(R12)(R8*4)
 	PREFETCHT0 192(R12)(R8*4)
 
-noadd14:
+noadd15:
+scalentloopnopf14:
 	VMULPS    (DX)(R8*4), Z1, Z2
 	VMULPS    64(DX)(R8*4), Z1, Z3
 	VMULPS    128(DX)(R8*4), Z1, Z4
 	VMULPS    192(DX)(R8*4), Z1, Z5
 	TESTL     $0x00000008, job_flags+0(AX)
-	JZ        notrn15
+	JZ        notrn16
 	VCVTPS2PH $0x00, Z2, Y2
 	VCVTPH2PS Y2, Z2
 	VCVTPS2PH $0x00, Z3, Y3
@@ -6207,17 +6213,17 @@ noadd14:
 	VCVTPS2PH $0x00, Z5, Y5
 	VCVTPH2PS Y5, Z5
 
-notrn15:
+notrn16:
 	TESTQ  SI, SI
-	JZ     weighed17
+	JZ     weighed18
 	TESTL  $0x00000010, R11
-	JNZ    offset16
+	JNZ    offset17
 	VMULPS (SI)(R8*4), Z2, Z2
 	VMULPS 64(SI)(R8*4), Z3, Z3
 	VMULPS 128(SI)(R8*4), Z4, Z4
 	VMULPS 192(SI)(R8*4), Z5, Z5
 
-weighed17:
+weighed18:
 	VCVTPS2PH    $0x00, Z2, Y19
 	VCVTPS2PH    $0x00, Z3, Y2
 	VINSERTI64X4 $0x01, Y2, Z19, Z19
@@ -6229,7 +6235,7 @@ weighed17:
 	ADDQ         $0x00000040, R8
 	JMP          scalentloop
 
-offset16:
+offset17:
 	VMOVUPS (SI)(R8*4), Z21
 	VADDPS  Z0, Z21, Z21
 	VMULPS  Z21, Z2, Z2
@@ -6242,7 +6248,7 @@ offset16:
 	VMOVUPS 192(SI)(R8*4), Z21
 	VADDPS  Z0, Z21, Z21
 	VMULPS  Z21, Z5, Z5
-	JMP     weighed17
+	JMP     weighed18
 
 scaletail:
 	ADDQ $0x00000030, R9
@@ -6252,18 +6258,18 @@ scaleone:
 	JG        scalepart
 	VMULPS    (DX)(R8*4), Z1, Z2
 	TESTL     $0x00000008, job_flags+0(AX)
-	JZ        notrn18
+	JZ        notrn19
 	VCVTPS2PH $0x00, Z2, Y2
 	VCVTPH2PS Y2, Z2
 
-notrn18:
+notrn19:
 	TESTQ   SI, SI
-	JZ      noweight19
+	JZ      noweight20
 	VMOVUPS (SI)(R8*4), Z3
 	VADDPS  Z0, Z3, Z3
 	VMULPS  Z3, Z2, Z2
 
-noweight19:
+noweight20:
 	VCVTPS2PH $0x00, Z2, (CX)(R8*2)
 	ADDQ      $0x00000010, R8
 	JMP       scaleone
@@ -6280,18 +6286,18 @@ partout:
 	VMOVUPS.Z (DX)(R8*4), K1, Z2
 	VMULPS    Z2, Z1, Z2
 	TESTL     $0x00000008, job_flags+0(AX)
-	JZ        notrn20
+	JZ        notrn21
 	VCVTPS2PH $0x00, Z2, Y2
 	VCVTPH2PS Y2, Z2
 
-notrn20:
+notrn21:
 	TESTQ     SI, SI
-	JZ        noweight21
+	JZ        noweight22
 	VMOVUPS.Z (SI)(R8*4), K1, Z3
 	VADDPS    Z0, Z3, Z3
 	VMULPS    Z3, Z2, Z2
 
-noweight21:
+noweight22:
 	VCVTPS2PH $0x00, Z2, K1, (CX)(R8*2)
 	ADDQ      R10, R8
 	CMPQ      R8, job_d+0(AX)
@@ -26590,20 +26596,23 @@ longrows59:
 scalentloopiter60:
 	CMPQ       R8, R9
 	JG         scaletail
+	TESTL      $0x00000002, R11
+	JZ         scalentloopnopf61
 	PREFETCHT0 (R10)(R8*4)
 	PREFETCHT0 64(R10)(R8*4)
 	TESTQ      R12, R12
-	JZ         noadd61
+	JZ         noadd62
 	PREFETCHT0 (R12)(R8*4)
 	PREFETCHT0 64(R12)(R8*4)
 
-noadd61:
+noadd62:
+scalentloopnopf61:
 	VMULPS   (DX)(R8*4), Y1, Y5
 	VMULPS   32(DX)(R8*4), Y1, Y6
 	VMULPS   64(DX)(R8*4), Y1, Y7
 	VMULPS   96(DX)(R8*4), Y1, Y8
 	TESTL    $0x00000008, job_flags+0(AX)
-	JZ       notrn62
+	JZ       notrn63
 	VPAND    Y2, Y5, Y9
 	VPCMPEQD Y2, Y9, Y9
 	VPSUBD   Y9, Y5, Y9
@@ -26625,20 +26634,20 @@ noadd61:
 	VPADDD   Y3, Y9, Y9
 	VPAND    Y4, Y9, Y8
 
-notrn62:
+notrn63:
 	TESTQ  SI, SI
-	JZ     weighed64
+	JZ     weighed65
 	TESTL  $0x00000010, R11
-	JNZ    offset63
+	JNZ    offset64
 	VMULPS (SI)(R8*4), Y5, Y5
 	VMULPS 32(SI)(R8*4), Y6, Y6
 	VMULPS 64(SI)(R8*4), Y7, Y7
 	VMULPS 96(SI)(R8*4), Y8, Y8
 
-weighed64:
+weighed65:
 	VCMPPS    $0x03, Y6, Y5, Y9
 	VPTEST    Y9, Y9
-	JNZ       bf16nan65
+	JNZ       bf16nan66
 	VPAND     Y2, Y5, Y9
 	VPCMPEQD  Y2, Y9, Y9
 	VPSUBD    Y9, Y5, Y9
@@ -26651,12 +26660,12 @@ weighed64:
 	VPSRLD    $0x10, Y5, Y5
 	VPACKUSDW Y5, Y9, Y9
 
-bf16packed66:
+bf16packed67:
 	VPERMQ    $0xd8, Y9, Y9
 	VMOVNTDQ  Y9, (CX)(R8*2)
 	VCMPPS    $0x03, Y8, Y7, Y5
 	VPTEST    Y5, Y5
-	JNZ       bf16nan67
+	JNZ       bf16nan68
 	VPAND     Y2, Y7, Y5
 	VPCMPEQD  Y2, Y5, Y5
 	VPSUBD    Y5, Y7, Y5
@@ -26669,13 +26678,13 @@ bf16packed66:
 	VPSRLD    $0x10, Y6, Y6
 	VPACKUSDW Y6, Y5, Y5
 
-bf16packed68:
+bf16packed69:
 	VPERMQ   $0xd8, Y5, Y5
 	VMOVNTDQ Y5, 32(CX)(R8*2)
 	ADDQ     $0x00000020, R8
 	JMP      scalentloopiter60
 
-offset63:
+offset64:
 	VMOVUPS (SI)(R8*4), Y9
 	VADDPS  Y0, Y9, Y9
 	VMULPS  Y9, Y5, Y5
@@ -26688,7 +26697,7 @@ offset63:
 	VMOVUPS 96(SI)(R8*4), Y9
 	VADDPS  Y0, Y9, Y9
 	VMULPS  Y9, Y8, Y8
-	JMP     weighed64
+	JMP     weighed65
 
 scaletail:
 	ADDQ $0x00000018, R9
@@ -26698,7 +26707,7 @@ scaleone:
 	JG        scalepart
 	VMULPS    (DX)(R8*4), Y1, Y2
 	TESTL     $0x00000008, job_flags+0(AX)
-	JZ        notrn69
+	JZ        notrn70
 	VPAND     avx2bfkept<>+0(SB), Y2, Y3
 	VPCMPEQD  avx2bfkept<>+0(SB), Y3, Y3
 	VPSUBD    Y3, Y2, Y3
@@ -26707,14 +26716,14 @@ scaleone:
 	VCMPPS    $0x03, Y2, Y2, Y2
 	VBLENDVPS Y2, avx2bfnanhigh<>+0(SB), Y3, Y2
 
-notrn69:
+notrn70:
 	TESTQ   SI, SI
-	JZ      noweight70
+	JZ      noweight71
 	VMOVUPS (SI)(R8*4), Y3
 	VADDPS  Y0, Y3, Y3
 	VMULPS  Y3, Y2, Y2
 
-noweight70:
+noweight71:
 	VPAND        avx2bfkept<>+0(SB), Y2, Y3
 	VPCMPEQD     avx2bfkept<>+0(SB), Y3, Y3
 	VPSUBD       Y3, Y2, Y3
@@ -26741,59 +26750,59 @@ partout:
 	XORQ R13, R13
 	SUBQ $0x00000008, R14
 
-copyvec71:
+copyvec72:
 	CMPQ    R13, R14
-	JG      copyone72
+	JG      copyone73
 	VMOVUPS (R11)(R13*4), Y2
 	VMOVUPS Y2, (R12)(R13*4)
 	ADDQ    $0x00000008, R13
-	JMP     copyvec71
+	JMP     copyvec72
 
-copyone72:
+copyone73:
 	ADDQ $0x00000008, R14
 
-copyloop74:
+copyloop75:
 	CMPQ R13, R14
-	JGE  copied73
+	JGE  copied74
 	MOVL (R11)(R13*4), R15
 	MOVL R15, (R12)(R13*4)
 	INCQ R13
-	JMP  copyloop74
+	JMP  copyloop75
 
-copied73:
+copied74:
 	TESTQ SI, SI
-	JZ    nowcopy75
+	JZ    nowcopy76
 	LEAQ  (SI)(R8*4), R11
 	LEAQ  160(SP), R12
 	MOVQ  R10, R14
 	XORQ  R13, R13
 	SUBQ  $0x00000008, R14
 
-copyvec76:
+copyvec77:
 	CMPQ    R13, R14
-	JG      copyone77
+	JG      copyone78
 	VMOVUPS (R11)(R13*4), Y2
 	VMOVUPS Y2, (R12)(R13*4)
 	ADDQ    $0x00000008, R13
-	JMP     copyvec76
+	JMP     copyvec77
 
-copyone77:
+copyone78:
 	ADDQ $0x00000008, R14
 
-copyloop79:
+copyloop80:
 	CMPQ R13, R14
-	JGE  copied78
+	JGE  copied79
 	MOVL (R11)(R13*4), R15
 	MOVL R15, (R12)(R13*4)
 	INCQ R13
-	JMP  copyloop79
+	JMP  copyloop80
 
-copied78:
-nowcopy75:
+copied79:
+nowcopy76:
 	VMOVUPS   128(SP), Y2
 	VMULPS    Y2, Y1, Y2
 	TESTL     $0x00000008, job_flags+0(AX)
-	JZ        notrn80
+	JZ        notrn81
 	VPAND     avx2bfkept<>+0(SB), Y2, Y3
 	VPCMPEQD  avx2bfkept<>+0(SB), Y3, Y3
 	VPSUBD    Y3, Y2, Y3
@@ -26802,14 +26811,14 @@ nowcopy75:
 	VCMPPS    $0x03, Y2, Y2, Y2
 	VBLENDVPS Y2, avx2bfnanhigh<>+0(SB), Y3, Y2
 
-notrn80:
+notrn81:
 	TESTQ   SI, SI
-	JZ      noweight81
+	JZ      noweight82
 	VMOVUPS 160(SP), Y3
 	VADDPS  Y0, Y3, Y3
 	VMULPS  Y3, Y2, Y2
 
-noweight81:
+noweight82:
 	VPAND        avx2bfkept<>+0(SB), Y2, Y3
 	VPCMPEQD     avx2bfkept<>+0(SB), Y3, Y3
 	VPSUBD       Y3, Y2, Y3
@@ -26826,26 +26835,26 @@ noweight81:
 	XORQ         R13, R13
 	SUBQ         $0x00000010, R14
 
-copyvec82:
+copyvec83:
 	CMPQ    R13, R14
-	JG      copyone83
+	JG      copyone84
 	VMOVUPS (R12)(R13*2), Y2
 	VMOVUPS Y2, (R11)(R13*2)
 	ADDQ    $0x00000010, R13
-	JMP     copyvec82
+	JMP     copyvec83
 
-copyone83:
+copyone84:
 	ADDQ $0x00000010, R14
 
-copyloop85:
+copyloop86:
 	CMPQ R13, R14
-	JGE  copied84
+	JGE  copied85
 	MOVW (R12)(R13*2), R15
 	MOVW R15, (R11)(R13*2)
 	INCQ R13
-	JMP  copyloop85
+	JMP  copyloop86
 
-copied84:
+copied85:
 	ADDQ R10, R8
 	CMPQ R8, job_d+0(AX)
 	JB   scalentgo
@@ -27179,7 +27188,7 @@ bf16nan55:
 	VPACKUSDW Y5, Y4, Y4
 	JMP       bf16packed56
 
-bf16nan65:
+bf16nan66:
 	VPAND     avx2bfkept<>+0(SB), Y5, Y9
 	VPCMPEQD  avx2bfkept<>+0(SB), Y9, Y9
 	VPSUBD    Y9, Y5, Y9
@@ -27195,9 +27204,9 @@ bf16nan65:
 	VCMPPS    $0x03, Y6, Y6, Y6
 	VBLENDVPS Y6, avx2bfnanlow<>+0(SB), Y5, Y5
 	VPACKUSDW Y5, Y9, Y9
-	JMP       bf16packed66
+	JMP       bf16packed67
 
-bf16nan67:
+bf16nan68:
 	VPAND     avx2bfkept<>+0(SB), Y7, Y5
 	VPCMPEQD  avx2bfkept<>+0(SB), Y5, Y5
 	VPSUBD    Y5, Y7, Y5
@@ -27213,7 +27222,7 @@ bf16nan67:
 	VCMPPS    $0x03, Y8, Y8, Y7
 	VBLENDVPS Y7, avx2bfnanlow<>+0(SB), Y6, Y6
 	VPACKUSDW Y6, Y5, Y5
-	JMP       bf16packed68
+	JMP       bf16packed69
 
 // func avx2ForwardToF16(j uintptr, from int, to int) int
 // Requires: AVX, AVX2, F16C, MMX+
@@ -28345,20 +28354,23 @@ longrows29:
 scalentloop:
 	CMPQ       R8, R9
 	JG         scaletail
+	TESTL      $0x00000002, R11
+	JZ         scalentloopnopf30
 	PREFETCHT0 (R10)(R8*4)
 	PREFETCHT0 64(R10)(R8*4)
 	TESTQ      R12, R12
-	JZ         noadd30
+	JZ         noadd31
 	PREFETCHT0 (R12)(R8*4)
 	PREFETCHT0 64(R12)(R8*4)
 
-noadd30:
+noadd31:
+scalentloopnopf30:
 	VMULPS    (DX)(R8*4), Y8, Y0
 	VMULPS    32(DX)(R8*4), Y8, Y1
 	VMULPS    64(DX)(R8*4), Y8, Y2
 	VMULPS    96(DX)(R8*4), Y8, Y3
 	TESTL     $0x00000008, job_flags+0(AX)
-	JZ        notrn31
+	JZ        notrn32
 	VCVTPS2PH $0x00, Y0, X0
 	VCVTPH2PS X0, Y0
 	VCVTPS2PH $0x00, Y1, X1
@@ -28368,17 +28380,17 @@ noadd30:
 	VCVTPS2PH $0x00, Y3, X3
 	VCVTPH2PS X3, Y3
 
-notrn31:
+notrn32:
 	TESTQ  SI, SI
-	JZ     weighed33
+	JZ     weighed34
 	TESTL  $0x00000010, R11
-	JNZ    offset32
+	JNZ    offset33
 	VMULPS (SI)(R8*4), Y0, Y0
 	VMULPS 32(SI)(R8*4), Y1, Y1
 	VMULPS 64(SI)(R8*4), Y2, Y2
 	VMULPS 96(SI)(R8*4), Y3, Y3
 
-weighed33:
+weighed34:
 	VCVTPS2PH   $0x00, Y0, X0
 	VCVTPS2PH   $0x00, Y1, X1
 	VINSERTI128 $0x01, X1, Y0, Y0
@@ -28390,7 +28402,7 @@ weighed33:
 	ADDQ        $0x00000020, R8
 	JMP         scalentloop
 
-offset32:
+offset33:
 	VMOVUPS (SI)(R8*4), Y4
 	VADDPS  Y9, Y4, Y4
 	VMULPS  Y4, Y0, Y0
@@ -28403,7 +28415,7 @@ offset32:
 	VMOVUPS 96(SI)(R8*4), Y4
 	VADDPS  Y9, Y4, Y4
 	VMULPS  Y4, Y3, Y3
-	JMP     weighed33
+	JMP     weighed34
 
 scaletail:
 	ADDQ $0x00000018, R9
@@ -28413,18 +28425,18 @@ scaleone:
 	JG        scalepart
 	VMULPS    (DX)(R8*4), Y8, Y0
 	TESTL     $0x00000008, job_flags+0(AX)
-	JZ        notrn34
+	JZ        notrn35
 	VCVTPS2PH $0x00, Y0, X0
 	VCVTPH2PS X0, Y0
 
-notrn34:
+notrn35:
 	TESTQ   SI, SI
-	JZ      noweight35
+	JZ      noweight36
 	VMOVUPS (SI)(R8*4), Y1
 	VADDPS  Y9, Y1, Y1
 	VMULPS  Y1, Y0, Y0
 
-noweight35:
+noweight36:
 	VCVTPS2PH $0x00, Y0, (CX)(R8*2)
 	ADDQ      $0x00000008, R8
 	JMP       scaleone
@@ -28442,70 +28454,70 @@ partout:
 	XORQ R13, R13
 	SUBQ $0x00000008, R14
 
-copyvec36:
+copyvec37:
 	CMPQ    R13, R14
-	JG      copyone37
+	JG      copyone38
 	VMOVUPS (R11)(R13*4), Y0
 	VMOVUPS Y0, (R12)(R13*4)
 	ADDQ    $0x00000008, R13
-	JMP     copyvec36
+	JMP     copyvec37
 
-copyone37:
+copyone38:
 	ADDQ $0x00000008, R14
 
-copyloop39:
+copyloop40:
 	CMPQ R13, R14
-	JGE  copied38
+	JGE  copied39
 	MOVL (R11)(R13*4), R15
 	MOVL R15, (R12)(R13*4)
 	INCQ R13
-	JMP  copyloop39
+	JMP  copyloop40
 
-copied38:
+copied39:
 	TESTQ SI, SI
-	JZ    nowcopy40
+	JZ    nowcopy41
 	LEAQ  (SI)(R8*4), R11
 	LEAQ  160(SP), R12
 	MOVQ  R10, R14
 	XORQ  R13, R13
 	SUBQ  $0x00000008, R14
 
-copyvec41:
+copyvec42:
 	CMPQ    R13, R14
-	JG      copyone42
+	JG      copyone43
 	VMOVUPS (R11)(R13*4), Y0
 	VMOVUPS Y0, (R12)(R13*4)
 	ADDQ    $0x00000008, R13
-	JMP     copyvec41
+	JMP     copyvec42
 
-copyone42:
+copyone43:
 	ADDQ $0x00000008, R14
 
-copyloop44:
+copyloop45:
 	CMPQ R13, R14
-	JGE  copied43
+	JGE  copied44
 	MOVL (R11)(R13*4), R15
 	MOVL R15, (R12)(R13*4)
 	INCQ R13
-	JMP  copyloop44
+	JMP  copyloop45
 
-copied43:
-nowcopy40:
+copied44:
+nowcopy41:
 	VMOVUPS   128(SP), Y0
 	VMULPS    Y0, Y8, Y0
 	TESTL     $0x00000008, job_flags+0(AX)
-	JZ        notrn45
+	JZ        notrn46
 	VCVTPS2PH $0x00, Y0, X0
 	VCVTPH2PS X0, Y0
 
-notrn45:
+notrn46:
 	TESTQ   SI, SI
-	JZ      noweight46
+	JZ      noweight47
 	VMOVUPS 160(SP), Y1
 	VADDPS  Y9, Y1, Y1
 	VMULPS  Y1, Y0, Y0
 
-noweight46:
+noweight47:
 	VCVTPS2PH $0x00, Y0, 192(SP)
 	LEAQ      192(SP), R12
 	LEAQ      (CX)(R8*2), R11
@@ -28513,26 +28525,26 @@ noweight46:
 	XORQ      R13, R13
 	SUBQ      $0x00000010, R14
 
-copyvec47:
+copyvec48:
 	CMPQ    R13, R14
-	JG      copyone48
+	JG      copyone49
 	VMOVUPS (R12)(R13*2), Y0
 	VMOVUPS Y0, (R11)(R13*2)
 	ADDQ    $0x00000010, R13
-	JMP     copyvec47
+	JMP     copyvec48
 
-copyone48:
+copyone49:
 	ADDQ $0x00000010, R14
 
-copyloop50:
+copyloop51:
 	CMPQ R13, R14
-	JGE  copied49
+	JGE  copied50
 	MOVW (R12)(R13*2), R15
 	MOVW R15, (R11)(R13*2)
 	INCQ R13
-	JMP  copyloop50
+	JMP  copyloop51
 
-copied49:
+copied50:
 	ADDQ R10, R8
 	CMPQ R8, job_d+0(AX)
 	JB   scalentgo
@@ -55724,74 +55736,77 @@ longrows57:
 scalentloop:
 	CMPQ       R8, R9
 	JG         scaletail
+	TESTL      $0x00000002, R11
+	JZ         scalentloopnopf58
 	PREFETCHT0 (R10)(R8*4)
 	PREFETCHT0 64(R10)(R8*4)
 	PREFETCHT0 128(R10)(R8*4)
 	PREFETCHT0 192(R10)(R8*4)
 	TESTQ      R12, R12
-	JZ         noadd58
+	JZ         noadd59
 	PREFETCHT0 (R12)(R8*4)
 	PREFETCHT0 64(R12)(R8*4)
 	PREFETCHT0 128(R12)(R8*4)
 	PREFETCHT0 192(R12)(R8*4)
 
-noadd58:
+noadd59:
+scalentloopnopf58:
 	VMULPS         (DX)(R8*4), Z6, Z7
 	VMULPS         64(DX)(R8*4), Z6, Z8
 	VMULPS         128(DX)(R8*4), Z6, Z9
 	VMULPS         192(DX)(R8*4), Z6, Z10
 	TESTL          $0x00000008, job_flags+0(AX)
-	JZ             notrn59
+	JZ             notrn60
 	VFPCLASSPSZ    $0xa1, Z7, K2
 	VFPCLASSPSZ    $0xa1, Z8, K3
 	KORTESTW       K3, K2
-	JNZ            bf16fix60
+	JNZ            bf16fix61
 	BYTE $0x62; BYTE $0x72; BYTE $0x3f; BYTE $0x48; BYTE $0x72; BYTE $0xe7 // VCVTNE2PS2BF16 Z7, Z8, Z12
 
-bf16fixed61:
+bf16fixed62:
 	VPERMW.Z       Z12, Z3, K1, Z7
 	VPERMW.Z       Z12, Z4, K1, Z8
 	VFPCLASSPSZ    $0xa1, Z9, K2
 	VFPCLASSPSZ    $0xa1, Z10, K3
 	KORTESTW       K3, K2
-	JNZ            bf16fix62
+	JNZ            bf16fix63
 	BYTE $0x62; BYTE $0x52; BYTE $0x2f; BYTE $0x48; BYTE $0x72; BYTE $0xe1 // VCVTNE2PS2BF16 Z9, Z10, Z12
 
-bf16fixed63:
+bf16fixed64:
 	VPERMW.Z Z12, Z3, K1, Z9
 	VPERMW.Z Z12, Z4, K1, Z10
 
-notrn59:
+notrn60:
 	TESTQ  SI, SI
-	JZ     weighed65
+	JZ     weighed66
 	TESTL  $0x00000010, R11
-	JNZ    offset64
+	JNZ    offset65
 	VMULPS (SI)(R8*4), Z7, Z7
 	VMULPS 64(SI)(R8*4), Z8, Z8
 	VMULPS 128(SI)(R8*4), Z9, Z9
 	VMULPS 192(SI)(R8*4), Z10, Z10
 
-weighed65:
+weighed66:
 	VFPCLASSPSZ    $0xa1, Z7, K2
 	VFPCLASSPSZ    $0xa1, Z8, K3
 	KORTESTW       K3, K2
-	JNZ            bf16fix66
+	JNZ            bf16fix67
 	BYTE $0x62; BYTE $0x72; BYTE $0x3f; BYTE $0x48; BYTE $0x72; BYTE $0xe7 // VCVTNE2PS2BF16 Z7, Z8, Z12
 
-bf16fixed67:
+bf16fixed68:
 	VMOVNTDQ       Z12, (CX)(R8*2)
 	VFPCLASSPSZ    $0xa1, Z9, K2
 	VFPCLASSPSZ    $0xa1, Z10, K3
 	KORTESTW       K3, K2
-	JNZ            bf16fix68
+	JNZ            bf16fix69
 	BYTE $0x62; BYTE $0xd2; BYTE $0x2f; BYTE $0x48; BYTE $0x72; BYTE $0xf9 // VCVTNE2PS2BF16 Z9, Z10, Z7
 
-bf16fixed69:
+bf16fixed70:
 	VMOVNTDQ Z7, 64(CX)(R8*2)
 	ADDQ     $0x00000040, R8
 	JMP      scalentloop
 
-offset64:
+offset65:
 	VMOVUPS (SI)(R8*4), Z12
 	VADDPS  Z5, Z12, Z12
 	VMULPS  Z12, Z7, Z7
@@ -55804,7 +55819,7 @@ offset64:
 	VMOVUPS 192(SI)(R8*4), Z12
 	VADDPS  Z5, Z12, Z12
 	VMULPS  Z12, Z10, Z10
-	JMP     weighed65
+	JMP     weighed66
 
 scaletail:
 	ADDQ $0x00000030, R9
@@ -55814,29 +55829,29 @@ scaleone:
 	JG             scalepart
 	VMULPS         (DX)(R8*4), Z6, Z7
 	TESTL          $0x00000008, job_flags+0(AX)
-	JZ             notrn70
+	JZ             notrn71
 	VFPCLASSPSZ    $0xa1, Z7, K2
 	KORTESTW       K2, K2
-	JNZ            bf16fix71
+	JNZ            bf16fix72
 	BYTE $0x62; BYTE $0x72; BYTE $0x47; BYTE $0x48; BYTE $0x72; BYTE $0xc7 // VCVTNE2PS2BF16 Z7, Z7, Z8
 
-bf16fixed72:
+bf16fixed73:
 	VPERMW.Z Z8, Z3, K1, Z7
 
-notrn70:
+notrn71:
 	TESTQ   SI, SI
-	JZ      noweight73
+	JZ      noweight74
 	VMOVUPS (SI)(R8*4), Z8
 	VADDPS  Z5, Z8, Z8
 	VMULPS  Z8, Z7, Z7
 
-noweight73:
+noweight74:
 	VFPCLASSPSZ    $0xa1, Z7, K2
 	KORTESTW       K2, K2
-	JNZ            bf16fix74
+	JNZ            bf16fix75
 	BYTE $0x62; BYTE $0x72; BYTE $0x47; BYTE $0x48; BYTE $0x72; BYTE $0xc7 // VCVTNE2PS2BF16 Z7, Z7, Z8
 
-bf16fixed75:
+bf16fixed76:
 	VEXTRACTI64X4 $0x00, Z8, (CX)(R8*2)
 	ADDQ          $0x00000010, R8
 	JMP           scaleone
@@ -55853,29 +55868,29 @@ partout:
 	VMOVUPS.Z      (DX)(R8*4), K2, Z7
 	VMULPS         Z7, Z6, Z7
 	TESTL          $0x00000008, job_flags+0(AX)
-	JZ             notrn76
+	JZ             notrn77
 	VFPCLASSPSZ    $0xa1, Z7, K3
 	KORTESTW       K3, K3
-	JNZ            bf16fix77
+	JNZ            bf16fix78
 	BYTE $0x62; BYTE $0x72; BYTE $0x47; BYTE $0x48; BYTE $0x72; BYTE $0xc7 // VCVTNE2PS2BF16 Z7, Z7, Z8
 
-bf16fixed78:
+bf16fixed79:
 	VPERMW.Z Z8, Z3, K1, Z7
 
-notrn76:
+notrn77:
 	TESTQ     SI, SI
-	JZ        noweight79
+	JZ        noweight80
 	VMOVUPS.Z (SI)(R8*4), K2, Z8
 	VADDPS    Z5, Z8, Z8
 	VMULPS    Z8, Z7, Z7
 
-noweight79:
+noweight80:
 	VFPCLASSPSZ    $0xa1, Z7, K3
 	KORTESTW       K3, K3
-	JNZ            bf16fix80
+	JNZ            bf16fix81
 	BYTE $0x62; BYTE $0x72; BYTE $0x47; BYTE $0x48; BYTE $0x72; BYTE $0xc7 // VCVTNE2PS2BF16 Z7, Z7, Z8
 
-bf16fixed81:
+bf16fixed82:
 	VMOVDQU16 Z8, K2, (CX)(R8*2)
 	ADDQ      R10, R8
 	CMPQ      R8, job_d+0(AX)
@@ -56244,7 +56259,7 @@ bf16fix55:
 	VPERMT2W     Z8, Z2, Z8
 	JMP          bf16fixed56
 
-bf16fix60:
+bf16fix61:
 	VPSRLD       $0x10, Z7, Z12
 	VPANDD       Z0, Z12, Z12
 	VPADDD       Z1, Z12, Z12
@@ -56258,9 +56273,9 @@ bf16fix60:
 	VFPCLASSPSZ  $0x81, Z8, K2
 	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z7
 	VPERMT2W     Z7, Z2, Z12
-	JMP          bf16fixed61
+	JMP          bf16fixed62
 
-bf16fix62:
+bf16fix63:
 	VPSRLD       $0x10, Z9, Z12
 	VPANDD       Z0, Z12, Z12
 	VPADDD       Z1, Z12, Z12
@@ -56274,9 +56289,9 @@ bf16fix62:
 	VFPCLASSPSZ  $0x81, Z10, K2
 	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z9
 	VPERMT2W     Z9, Z2, Z12
-	JMP          bf16fixed63
+	JMP          bf16fixed64
 
-bf16fix66:
+bf16fix67:
 	VPSRLD       $0x10, Z7, Z12
 	VPANDD       Z0, Z12, Z12
 	VPADDD       Z1, Z12, Z12
@@ -56290,9 +56305,9 @@ bf16fix66:
 	VFPCLASSPSZ  $0x81, Z8, K2
 	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z7
 	VPERMT2W     Z7, Z2, Z12
-	JMP          bf16fixed67
+	JMP          bf16fixed68
 
-bf16fix68:
+bf16fix69:
 	VPSRLD       $0x10, Z9, Z7
 	VPANDD       Z0, Z7, Z7
 	VPADDD       Z1, Z7, Z7
@@ -56306,9 +56321,9 @@ bf16fix68:
 	VFPCLASSPSZ  $0x81, Z10, K2
 	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z8
 	VPERMT2W     Z8, Z2, Z7
-	JMP          bf16fixed69
+	JMP          bf16fixed70
 
-bf16fix71:
+bf16fix72:
 	VPSRLD       $0x10, Z7, Z8
 	VPANDD       Z0, Z8, Z8
 	VPADDD       Z1, Z8, Z8
@@ -56316,9 +56331,9 @@ bf16fix71:
 	VFPCLASSPSZ  $0x81, Z7, K2
 	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z8
 	VPERMT2W     Z8, Z2, Z8
-	JMP          bf16fixed72
+	JMP          bf16fixed73
 
-bf16fix74:
+bf16fix75:
 	VPSRLD       $0x10, Z7, Z8
 	VPANDD       Z0, Z8, Z8
 	VPADDD       Z1, Z8, Z8
@@ -56326,9 +56341,9 @@ bf16fix74:
 	VFPCLASSPSZ  $0x81, Z7, K2
 	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z8
 	VPERMT2W     Z8, Z2, Z8
-	JMP          bf16fixed75
+	JMP          bf16fixed76
 
-bf16fix77:
+bf16fix78:
 	VPSRLD       $0x10, Z7, Z8
 	VPANDD       Z0, Z8, Z8
 	VPADDD       Z1, Z8, Z8
@@ -56336,9 +56351,9 @@ bf16fix77:
 	VFPCLASSPSZ  $0x81, Z7, K3
 	VPBROADCASTD avx512bfnanhigh<>+0(SB), K3, Z8
 	VPERMT2W     Z8, Z2, Z8
-	JMP          bf16fixed78
+	JMP          bf16fixed79
 
-bf16fix80:
+bf16fix81:
 	VPSRLD       $0x10, Z7, Z8
 	VPANDD       Z0, Z8, Z8
 	VPADDD       Z1, Z8, Z8
@@ -56346,7 +56361,7 @@ bf16fix80:
 	VFPCLASSPSZ  $0x81, Z7, K3
 	VPBROADCASTD avx512bfnanhigh<>+0(SB), K3, Z8
 	VPERMT2W     Z8, Z2, Z8
-	JMP          bf16fixed81
+	JMP          bf16fixed82
 
 // func avx512bf16ForwardLayerBF16(j uintptr, from int, to int) int
 // Requires: AVX, AVX512BF16, AVX512BW, AVX512DQ, AVX512F, MMX+

@@ -55,7 +55,7 @@ func withStreaming(on bool, f func()) {
 var streamState uint64
 
 // allHardware leaves every streamed call it may to the hardware prefetchers.
-var allHardware = streamrule.HardwareRows{From: 1, Bytes: math.MaxInt}
+var allHardware = streamrule.HardwareRows{From: 1, Bytes: math.MaxInt, To16: true}
 
 // aligned32 returns n elements (float32, or uint16 for float16 rows) from a 32-byte boundary, the
 // alignment the pipe needs for dst, with pre elements before them (which shift the start) and 32
@@ -367,9 +367,10 @@ func TestNextResidualFlag(t *testing.T) {
 }
 
 // TestHardwareFlag checks which forward jobs setMemoryFlags leaves to the hardware prefetchers
-// (flagNT without flagPF): streamed float32 rows into float32, out of place, without a residual,
-// not LayerNorm's, that their kernel's rule in hardwareRows takes by the row length and the bytes
-// of x (the avx512 kernel's [1], the others' [0]); every other streamed job keeps flagPF.
+// (flagNT without flagPF): streamed float32 rows out of place, without a residual, not
+// LayerNorm's, that their kernel's rule in hardwareRows takes by the row length and the bytes of x
+// (the avx512 kernel's [1], the others' [0]), into float32, or into 16-bit rows where the rule
+// says To16; every other streamed job keeps flagPF.
 func TestHardwareFlag(t *testing.T) {
 	saved, savedHardware := streamBytes, hardwareRows
 	defer func() { streamBytes, hardwareRows = saved, savedHardware }()
@@ -397,7 +398,11 @@ func TestHardwareFlag(t *testing.T) {
 		{name: "in place", d: d, f: formatF32, k: kernelAVX512, inPlace: true},
 		{name: "LayerNorm (Center)", d: d, f: formatF32, k: kernelAVX512, center: true},
 		{name: "LayerNorm (a bias)", d: d, f: formatF32, k: kernelAVX512, bias: true},
-		{name: "into bfloat16", d: d, f: formatToBF16, k: kernelAVX512},
+		{name: "into bfloat16", d: d, f: formatToBF16, k: kernelAVX512, want: true},
+		{name: "into float16", d: d, f: formatToF16, k: kernelAVX512, want: true},
+		{name: "into bfloat16 on a rule without To16", d: 2 * d, f: formatToBF16, k: kernelAVX2},
+		{name: "into float16 on a rule without To16", d: 2 * d, f: formatToF16, k: kernelAVX2},
+		{name: "into bfloat16 with a residual", d: d, f: formatToBF16, k: kernelAVX512, residual: true},
 		{name: "bfloat16 rows", d: d, f: formatBF16, k: kernelAVX512},
 		{name: "float16 rows", d: d, f: formatF16, k: kernelAVX512},
 		{name: "rows in cache", d: d, f: formatF32, k: kernelAVX512, small: true},
@@ -426,7 +431,7 @@ func TestHardwareFlag(t *testing.T) {
 		if c.small {
 			streamBytes = math.MaxInt
 		}
-		hardwareRows = [2]streamrule.HardwareRows{{From: 2 * d, Bytes: math.MaxInt}, {From: d - 64, Bytes: bytes}}
+		hardwareRows = [2]streamrule.HardwareRows{{From: 2 * d, Bytes: math.MaxInt}, {From: d - 64, Bytes: bytes, To16: true}}
 		j.setMemoryFlags()
 		if got := j.flags&(flagNT|flagPF) == flagNT; got != c.want {
 			t.Errorf("%s: flagNT without flagPF %v, want %v (flags %#x)", c.name, got, c.want, j.flags)

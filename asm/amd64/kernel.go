@@ -1274,9 +1274,10 @@ func (g *gen) scale(src GPVirtual, invv, one VecVirtual) {
 
 // hardwareRows reports whether the function's non-temporal scale loop prefetches under flagPF
 // alone, so that the Go side may leave streamed rows to the hardware prefetchers (flagNT without
-// flagPF; streamrule.HardwareRows): RMSNorm's float32 rows into float32, the rows the rule was
-// measured on. The others' non-temporal loops prefetch whatever flagPF says (they always get both).
-func (g *gen) hardwareRows() bool { return !g.in16() && !g.out16() && !g.v.Layer }
+// flagPF; streamrule.Hardware): RMSNorm's float32 rows into float32 or 16-bit rows, the rows the
+// rule was measured on. The others' non-temporal loops prefetch whatever flagPF says (they always
+// get both).
+func (g *gen) hardwareRows() bool { return !g.in16() && !g.v.Layer }
 
 // oneLoop reports whether the sum and scale passes have one loop for rows with and without
 // flagPF, which tests the flag per iteration, rather than a loop for each. 16-bit rows spend many

@@ -744,14 +744,15 @@ func NextResidual(c CPU) (lo, hi int) {
 	return 1, 0
 }
 
-// HardwareRows says which streamed calls of float32 rows out of place (RMSNorm's, into float32,
-// without a residual: the function of Forward and Norm.Apply) are left to the hardware
-// prefetchers: the loop that scales a row with non-temporal stores does not prefetch the next row,
-// as it does for every other streamed row (flagNT without flagPF). A call of rows of d whose x
-// takes b bytes is left to them when From > 0, d >= From and b <= Bytes. The zero HardwareRows
-// takes none.
+// HardwareRows says which streamed calls of float32 rows out of place (RMSNorm's, without a
+// residual: into float32, the function of Forward and Norm.Apply, and with To16 into bfloat16 or
+// float16 too, that of ApplyToBF16 and ApplyToF16) are left to the hardware prefetchers: the loop
+// that scales a row with non-temporal stores does not prefetch the next row, as it does for every
+// other streamed row (flagNT without flagPF). A call of rows of d whose x takes b bytes is left to
+// them when From > 0, d >= From and b <= Bytes. The zero HardwareRows takes none.
 type HardwareRows struct {
 	From, Bytes int
+	To16        bool
 }
 
 // Takes reports whether a call of rows of d whose x takes b bytes is left to the hardware under r.
@@ -761,7 +762,8 @@ func (r HardwareRows) Takes(d, b int) bool { return r.From > 0 && d >= r.From &&
 // calls whose x takes at most three quarters of the streaming threshold (Bytes: of the L3, or of
 // Fallback where cpuid reports none; the rows stream from the moment x and dst together reach
 // it), of rows of 8192 and longer with the avx512 kernel and of 12288 and longer (48 KiB, the
-// L1d) with the avx2 one; none elsewhere. Such a row, the weight and the next row prefetched
+// L1d) with the avx2 one, whose float32 rows into 16-bit ones keep the prefetch (To16: avx512
+// alone); none elsewhere. Such a row, the weight and the next row prefetched
 // whole are two L1ds or more, x comes back from the L3 from one call to the next, and there the
 // prefetches cost more than they bring; from memory they pay, as they do for shorter rows. The
 // calls whose x is the whole L3 (1024x8192) measured even, those of three quarters of it
@@ -797,13 +799,29 @@ func (r HardwareRows) Takes(d, b int) bool { return r.From > 0 && d >= r.From &&
 // 1.028; 640x10240 1.011; 512x12288 0.910, 0.866; 256x16384 0.899, 0.893; 384x16384 0.860,
 // 0.929; 128x32768 0.888; and beyond it 2048x8192 1.066.
 //
+// Float32 rows into 16-bit ones (Norm.ApplyToBF16 and ApplyToF16, x within three quarters of the
+// threshold; x and dst together stream from 32 MiB, so 768x8192 is the shortest batch of 8192):
+//
+//	            avx512 tobf16          avx512 tof16           avx2 tobf16   avx2 tof16
+//	768x8192    0.891, 0.873, 0.838    0.913, 0.872           1.183         0.990
+//	512x12288   0.839, 0.827, 0.770    0.824, 0.772           1.151         0.839
+//	384x16384   0.826, 1.043, 0.782    0.874, 0.734           1.283         0.830
+//
+// and beyond the bound, avx512: 640x12288 (x 30 MiB) 0.975 and 0.744, 1024x8192 (32 MiB) 1.151
+// and 0.958, 2048x8192 1.115 and 1.015, 1024x6144 1.123 and 0.984 (tobf16, tof16); avx2 2048x8192
+// 1.276 and 1.085. avx2's rows into bfloat16, which it rounds with integer instructions, lose
+// 15-28% without the prefetch, so To16 is avx512's alone. bfloat16 rows in and out (ForwardBF16,
+// whose sum pass prefetches two rows ahead under flagPF too) lost 6-47% without both prefetches
+// (1024x8192 1.294, 1536x8192 1.254, 768x16384 1.076, 1024x12288 1.057, 4096x4096 1.471) and
+// keep them.
+//
 // The VM's medians sat 10-30% above its best rounds, so single ratios within 5% of 1 say little;
 // the rule takes the lengths that gained in nearly every run. Prefetching only the first 8 KiB of
 // the next row, or 16 KiB ahead of the loads whatever the row length, measured between the two
 // (avx512). In place (ordinary stores into the rows the sum pass brought in) rows of 8192-16384
 // measured the same without the prefetch (2048x8192 1.003, 1024x16384 1.014, 2048x12288 0.997)
 // and keep it. The backward's dx pass lost with the next row prefetched at 8192 and longer too
-// (see Next). Other formats and LayerNorm's rows, not measured, keep the prefetch.
+// (see Next). LayerNorm's rows, not measured, keep the prefetch.
 func Hardware(c CPU, wide bool) HardwareRows {
 	if !zen5(c) {
 		return HardwareRows{}
@@ -811,7 +829,7 @@ func Hardware(c CPU, wide bool) HardwareRows {
 	b, _ := Bytes(c)
 	b = b / 4 * 3
 	if wide {
-		return HardwareRows{From: 8192, Bytes: b}
+		return HardwareRows{From: 8192, Bytes: b, To16: true}
 	}
 	return HardwareRows{From: 12288, Bytes: b}
 }

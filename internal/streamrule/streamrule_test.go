@@ -93,7 +93,7 @@ func TestBytes(t *testing.T) {
 		wantHW, wantHWWide := HardwareRows{}, HardwareRows{}
 		if wantGroups != 0 { // Zen 5: x within 3/4 of the threshold (c.want: the L3, or Fallback)
 			b := c.want / 4 * 3
-			wantHW, wantHWWide = HardwareRows{From: 12288, Bytes: b}, HardwareRows{From: 8192, Bytes: b}
+			wantHW, wantHWWide = HardwareRows{From: 12288, Bytes: b}, HardwareRows{From: 8192, Bytes: b, To16: true}
 		}
 		if h := Hardware(c.cpu, false); h != wantHW {
 			t.Errorf("%s: Hardware(%+v, false) = %+v; want %+v", c.name, c.cpu, h, wantHW)

@@ -338,7 +338,7 @@ var KernelIDs = []string{"kernelGeneric", "kernelAVX2", "kernelAVX512", "kernelN
 
 // Flag bits of job.flags.
 const (
-	FlagNT = 1 // write dst with non-temporal stores (the batch is larger than the cache); comes with FlagPF but for the rows left to the hardware prefetchers (streamrule.Hardware: RMSNorm's float32 rows into float32)
+	FlagNT = 1 // write dst with non-temporal stores (the batch is larger than the cache); comes with FlagPF but for the rows left to the hardware prefetchers (streamrule.Hardware: RMSNorm's float32 rows)
 	FlagPF = 2 // the rows come from memory, or lie far apart: the kernels prefetch the rows ahead (the generic one reads each row in order first)
 	// FlagFuse (backward with a weight gradient): one worker does all the rows of the call, so the
 	// last row of a block adds its block's partial sum to DW itself (DW += P + q). Without it each

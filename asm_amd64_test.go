@@ -493,3 +493,32 @@ func TestAsmRows(t *testing.T) {
 		}
 	}
 }
+
+// TestAsmHardware holds the functions whose non-temporal scale loop skips its prefetches when
+// flagPF is clear (a test of flagPF and a branch past them: the rows left to the hardware
+// prefetchers, flagNT without flagPF; see leftToHardware) to RMSNorm's float32 forward functions
+// into float32 and 16-bit rows, the ones the Go side may give that combination. A prefetch cannot
+// change the bits, so no other test notices a function that lost the test.
+func TestAsmHardware(t *testing.T) {
+	test := regexp.MustCompile(fmt.Sprintf(`^TESTL \$0x%08x, [A-Z0-9]+$`, flagPF))
+	skip := regexp.MustCompile(`^JZ scalentloopnopf[0-9]+$`)
+	var want []string
+	for _, k := range []string{"avx2", "avx512"} {
+		want = append(want, k+"Forward", k+"ForwardToBF16", k+"ForwardToF16")
+	}
+	want = append(want, "avx512bf16ForwardToBF16")
+	slices.Sort(want)
+	var got []string
+	for _, fn := range parseAsm(t) {
+		for i := 1; i < len(fn.lines); i++ {
+			if skip.MatchString(fn.lines[i]) && test.MatchString(fn.lines[i-1]) {
+				got = append(got, fn.name)
+				break
+			}
+		}
+	}
+	slices.Sort(got)
+	if !slices.Equal(got, want) {
+		t.Errorf("the functions whose non-temporal loop tests flagPF are %q, want %q", got, want)
+	}
+}

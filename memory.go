@@ -39,8 +39,8 @@ import "github.com/gosimd/rmsnorm/internal/streamrule"
 //   - on Zen 5, streamed float32 rows with a residual (out of place) of the lengths of
 //     nextResidual also take flagNext: the scale pass of a row prefetches the next row of x
 //     beside that of h (streamrule.NextResidual has the measurements);
-//   - on Zen 5, streamed float32 rows out of place without a residual (RMSNorm's, into float32,
-//     and on avx512 into 16-bit rows too) that hardwareRows takes (long rows whose x stays in the L3) take flagNT without flagPF: the
+//   - on Zen 5, streamed float32 rows out of place without a residual, back to back (RMSNorm's,
+//     into float32, and on avx512 into 16-bit rows too) that hardwareRows takes (long rows whose x stays in the L3) take flagNT without flagPF: the
 //     scale pass leaves the next row to the hardware prefetchers (leftToHardware;
 //     streamrule.Hardware has the measurements);
 //   - on Zen 3, streamed float32 rows (out of place) also take the AVX2 kernel's pipe (pipes):
@@ -73,23 +73,29 @@ func (j *job) setMemoryFlags() {
 }
 
 // leftToHardware reports whether the streamed job j, out of place, leaves its rows to the hardware
-// prefetchers (flagNT without flagPF): RMSNorm's float32 rows without a residual (the functions
-// that read flagPF in their non-temporal loop) that its kernel's rule in hardwareRows takes by
-// their length and the bytes of x: into float32, and into 16-bit rows where the rule says To16.
+// prefetchers (flagNT without flagPF): RMSNorm's float32 rows without a residual, back to back
+// (rows a stride apart keep flagPF: see setMemoryFlags), that its kernel's rule in hardwareRows
+// takes by their length and the bytes of x: into float32, and into 16-bit rows where the rule
+// says To16. The rule is the assembly kernels' (the functions that read flagPF in their
+// non-temporal loop); the generic kernel keeps flagPF for touchRow.
 func (j *job) leftToHardware() bool {
-	if j.res != nil || j.format.in() != formatF32 || j.layer() {
+	if j.res != nil || j.format.in() != formatF32 || j.layer() || j.stride != j.d {
 		return false
 	}
 	r := hardwareOf(kernelID(j.fn / numEntries))
 	return (j.format == formatF32 || r.To16) && r.Takes(j.d, j.rows*j.d*4)
 }
 
-// hardwareOf returns kernel k's rule in hardwareRows.
+// hardwareOf returns kernel k's rule in hardwareRows: [1] for the avx512 kernel, [0] for avx2, and
+// none for the others (generic; neon, whose rule would be empty anyway).
 func hardwareOf(k kernelID) streamrule.HardwareRows {
-	if k == kernelAVX512 || k == kernelAVX512BF16 {
+	switch k {
+	case kernelAVX512, kernelAVX512BF16:
 		return hardwareRows[1]
+	case kernelAVX2:
+		return hardwareRows[0]
 	}
-	return hardwareRows[0]
+	return streamrule.HardwareRows{}
 }
 
 // pipes reports whether the rows of a streamed job can go through the kernels' pipe (flagPipe,

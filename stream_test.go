@@ -368,9 +368,9 @@ func TestNextResidualFlag(t *testing.T) {
 
 // TestHardwareFlag checks which forward jobs setMemoryFlags leaves to the hardware prefetchers
 // (flagNT without flagPF): streamed float32 rows out of place, without a residual, not
-// LayerNorm's, that their kernel's rule in hardwareRows takes by the row length and the bytes of x
-// (the avx512 kernel's [1], the others' [0]), into float32, or into 16-bit rows where the rule
-// says To16; every other streamed job keeps flagPF.
+// LayerNorm's, back to back, that their kernel's rule in hardwareRows takes by the row length and
+// the bytes of x (the avx512 kernel's [1], avx2's [0]; none for generic and neon), into float32,
+// or into 16-bit rows where the rule says To16; every other streamed job keeps flagPF.
 func TestHardwareFlag(t *testing.T) {
 	saved, savedHardware := streamBytes, hardwareRows
 	defer func() { streamBytes, hardwareRows = saved, savedHardware }()
@@ -384,6 +384,7 @@ func TestHardwareFlag(t *testing.T) {
 		residual, inPlace bool
 		center, bias      bool
 		small             bool
+		stride            int // x's row stride; 0: d
 		bytes             int // the rule's Bytes; 0: xBytes
 		want              bool
 	}{
@@ -406,13 +407,20 @@ func TestHardwareFlag(t *testing.T) {
 		{name: "bfloat16 rows", d: d, f: formatBF16, k: kernelAVX512},
 		{name: "float16 rows", d: d, f: formatF16, k: kernelAVX512},
 		{name: "rows in cache", d: d, f: formatF32, k: kernelAVX512, small: true},
+		{name: "rows a stride apart", d: d, f: formatF32, k: kernelAVX512, stride: d + 64},
+		{name: "the generic kernel", d: 2 * d, f: formatF32, k: kernelGeneric},
+		{name: "the neon kernel", d: 2 * d, f: formatF32, k: kernelNEON},
 	} {
-		x, res, bias := make([]float32, rows*c.d), make([]float32, rows*c.d), make([]float32, c.d)
-		dst := ptr(make([]float32, rows*c.d))
+		stride := c.d
+		if c.stride != 0 {
+			stride = c.stride
+		}
+		x, res, bias := make([]float32, rows*stride), make([]float32, rows*stride), make([]float32, c.d)
+		dst := ptr(make([]float32, rows*stride))
 		if c.inPlace {
 			dst = ptr(x)
 		}
-		j := job{dst: dst, x: ptr(x), d: c.d, stride: c.d, dstStride: c.d, rows: rows, format: c.f,
+		j := job{dst: dst, x: ptr(x), d: c.d, stride: stride, dstStride: stride, rows: rows, format: c.f,
 			fn: uint32(c.k) * numEntries}
 		if c.residual {
 			j.res = ptr(res)
@@ -431,6 +439,8 @@ func TestHardwareFlag(t *testing.T) {
 		if c.small {
 			streamBytes = math.MaxInt
 		}
+		// avx2's rule takes rows of 2d, so that its cases and those of the kernels without a rule
+		// (2d too) tell the two apart.
 		hardwareRows = [2]streamrule.HardwareRows{{From: 2 * d, Bytes: math.MaxInt}, {From: d - 64, Bytes: bytes, To16: true}}
 		j.setMemoryFlags()
 		if got := j.flags&(flagNT|flagPF) == flagNT; got != c.want {

@@ -1163,7 +1163,9 @@ func (g *gen) scaleRows(inv VecVirtual) {
 
 // scale writes y = (src*inv)*w, (src*inv)*(1+w) with flagOffset, or src*inv when w is nil, for
 // one row. With flagPF the lines of the row pfOffset(1) bytes further on are prefetched along the
-// way; with flagNT as well, the aligned middle of the row goes out with non-temporal stores.
+// way; with flagNT the aligned middle of the row goes out with non-temporal stores (flagNT comes
+// with flagPF but for the rows left to the hardware prefetchers, in the functions of
+// hardwareRows, whose non-temporal loop then prefetches nothing).
 func (g *gen) scale(src GPVirtual, invv, one VecVirtual) {
 	s := g.s
 	Comment("y = (src*inv)*w, rounded after each multiply.")
@@ -1275,8 +1277,8 @@ func (g *gen) scale(src GPVirtual, invv, one VecVirtual) {
 // hardwareRows reports whether the function's non-temporal scale loop prefetches under flagPF
 // alone, so that the Go side may leave streamed rows to the hardware prefetchers (flagNT without
 // flagPF; streamrule.Hardware): RMSNorm's float32 rows into float32 or 16-bit rows, the rows the
-// rule was measured on. The others' non-temporal loops prefetch whatever flagPF says (they always
-// get both).
+// rule was measured on. The others' non-temporal loops prefetch whether or not flagPF is set (the
+// Go side never gives them flagNT without it).
 func (g *gen) hardwareRows() bool { return !g.in16() && !g.v.Layer }
 
 // oneLoop reports whether the sum and scale passes have one loop for rows with and without

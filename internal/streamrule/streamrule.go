@@ -821,7 +821,9 @@ func (r HardwareRows) Takes(d, b int) bool { return r.From > 0 && d >= r.From &&
 // (avx512). In place (ordinary stores into the rows the sum pass brought in) rows of 8192-16384
 // measured the same without the prefetch (2048x8192 1.003, 1024x16384 1.014, 2048x12288 0.997)
 // and keep it. The backward's dx pass lost with the next row prefetched at 8192 and longer too
-// (see Next). LayerNorm's rows, not measured, keep the prefetch.
+// (see Next). LayerNorm's rows (Center, weight and bias; their centered pass prefetches the next
+// row under flagPF too) measured even without both prefetches at the same lengths (one run:
+// 768x8192 0.993, 512x12288 0.985, 384x16384 1.036, 256x16384 1.012) and keep them.
 func Hardware(c CPU, wide bool) HardwareRows {
 	if !zen5(c) {
 		return HardwareRows{}

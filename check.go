@@ -64,12 +64,11 @@ const useActive kernelID = 1<<32 - 1
 
 // ruleOf is the rule of rowRules for kernel k: the avx512 kernel's, or the one of the others
 // (which only the avx2 kernel reads).
-func ruleOf(k kernelID) *streamrule.RowRule {
-	if k == kernelAVX512 || k == kernelAVX512BF16 {
-		return &rowRules[1]
-	}
-	return &rowRules[0]
-}
+func ruleOf(k kernelID) *streamrule.RowRule { return &rowRules[b2i(wide(k))] }
+
+// wide reports whether k is the avx512 kernel (with or without AVX512_BF16): index 1 of the
+// per-kernel rules (rowRules, hardwareRows), which streamrule decides with wide set.
+func wide(k kernelID) bool { return k == kernelAVX512 || k == kernelAVX512BF16 }
 
 // oneByOne reports whether forwardRows sends an in-cache call of rows rows of d in format f
 // through kernel k's float32 one-row path one row at a time (flagRows), as its rule in rowRules

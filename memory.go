@@ -17,11 +17,10 @@ import "github.com/gosimd/rmsnorm/internal/streamrule"
 // float32 row of 4096, its weight and the next row are 48 KiB, Zen 5's L1d; the sum pass used to
 // prefetch two rows ahead as well, and dropping that measured, Zen 5, Forward, benchstat of six
 // interleaved runs: 16384x4096 -15% (avx512) and -26% (avx2), 2048x4096 -3% and -5%, 32768x128 and
-// 1x4096 unchanged. On Zen 4
-// (32 KiB of L1d) fewer rows in flight can only leave more of the cache to the row being summed;
-// it was not measured there. On Zen 3 the AVX2 kernel's pipe (flagPipe; AVX-512's on Sapphire
-// Rapids and Emerald Rapids) sums the next row inside
-// the scale pass of the row before, where it would otherwise prefetch it, so that memory is not
+// 1x4096 unchanged. On Zen 4 (32 KiB of L1d) fewer rows in flight can only leave more of the cache
+// to the row being summed; it was not measured there. On Zen 3 the AVX2 kernel's pipe (flagPipe;
+// AVX-512's on Sapphire Rapids and Emerald Rapids) sums the next row inside the scale pass of the
+// row before, where it would otherwise prefetch it, so that memory is not
 // idle while a row is summed from the cache (streamrule.Pipe has the measurements); the pipe
 // prefetches that row 1 KiB ahead of its own loads (aheadBytes in the generator, with its
 // measurements). LayerNorm's pipe sums the next row's elements for its mean, and its centered
@@ -40,9 +39,9 @@ import "github.com/gosimd/rmsnorm/internal/streamrule"
 //     nextResidual also take flagNext: the scale pass of a row prefetches the next row of x
 //     beside that of h (streamrule.NextResidual has the measurements);
 //   - on Zen 5, streamed float32 rows out of place without a residual, back to back (RMSNorm's,
-//     into float32, and on avx512 into 16-bit rows too) that hardwareRows takes (long rows whose x stays in the L3) take flagNT without flagPF: the
-//     scale pass leaves the next row to the hardware prefetchers (leftToHardware;
-//     streamrule.Hardware has the measurements);
+//     into float32, and on avx512 into 16-bit rows too) that hardwareRows takes (long rows whose
+//     x stays in the L3) take flagNT without flagPF: the scale pass leaves the next row to the
+//     hardware prefetchers (leftToHardware; streamrule.Hardware has the measurements);
 //   - on Zen 3, streamed float32 rows (out of place) also take the AVX2 kernel's pipe (pipes):
 //     into float32 rows, and into float16 ones (without RoundNormalized) when they are longer
 //     than streamrule.PipeMinTo16; so do float16 rows into float16 ones (without
@@ -89,13 +88,10 @@ func (j *job) leftToHardware() bool {
 // hardwareOf returns kernel k's rule in hardwareRows: [1] for the avx512 kernel, [0] for avx2, and
 // none for the others (generic; neon, whose rule would be empty anyway).
 func hardwareOf(k kernelID) streamrule.HardwareRows {
-	switch k {
-	case kernelAVX512, kernelAVX512BF16:
-		return hardwareRows[1]
-	case kernelAVX2:
-		return hardwareRows[0]
+	if !wide(k) && k != kernelAVX2 {
+		return streamrule.HardwareRows{}
 	}
-	return streamrule.HardwareRows{}
+	return hardwareRows[b2i(wide(k))]
 }
 
 // pipes reports whether the rows of a streamed job can go through the kernels' pipe (flagPipe,

@@ -494,14 +494,14 @@ func TestAsmRows(t *testing.T) {
 	}
 }
 
-// TestAsmHardware holds the functions whose non-temporal scale loop skips its prefetches when
-// flagPF is clear (a test of flagPF and a branch past them: the rows left to the hardware
-// prefetchers, flagNT without flagPF; see leftToHardware) to RMSNorm's float32 forward functions
-// into float32 and 16-bit rows, the ones the Go side may give that combination. A prefetch cannot
-// change the bits, so no other test notices a function that lost the test.
+// TestAsmHardware holds the functions with non-temporal scale loops that do not prefetch, which a
+// row takes when flagPF is clear (a test of flagPF and a branch to them: the rows left to the
+// hardware prefetchers, flagNT without flagPF; see leftToHardware) to RMSNorm's float32 forward
+// functions into float32 and 16-bit rows, the ones the Go side may give that combination. A
+// prefetch cannot change the bits, so no other test notices a function whose loops lost the
+// choice, or a loop that prefetches where it should not (or the other way round).
 func TestAsmHardware(t *testing.T) {
 	test := regexp.MustCompile(fmt.Sprintf(`^TESTL \$0x%08x, [A-Z0-9]+$`, flagPF))
-	skip := regexp.MustCompile(`^JZ scalentloopnopf[0-9]+$`)
 	var want []string
 	for _, k := range []string{"avx2", "avx512"} {
 		want = append(want, k+"Forward", k+"ForwardToBF16", k+"ForwardToF16")
@@ -511,7 +511,7 @@ func TestAsmHardware(t *testing.T) {
 	var got []string
 	for _, fn := range parseAsm(t) {
 		for i := 1; i < len(fn.lines); i++ {
-			if skip.MatchString(fn.lines[i]) && test.MatchString(fn.lines[i-1]) {
+			if fn.lines[i] == "JZ scalenthw" && test.MatchString(fn.lines[i-1]) {
 				got = append(got, fn.name)
 				break
 			}
@@ -519,6 +519,32 @@ func TestAsmHardware(t *testing.T) {
 	}
 	slices.Sort(got)
 	if !slices.Equal(got, want) {
-		t.Errorf("the functions whose non-temporal loop tests flagPF are %q, want %q", got, want)
+		t.Errorf("the functions whose non-temporal loops are chosen by flagPF are %q, want %q", got, want)
+	}
+	// The loops chosen without flagPF (from scalenthw to scaletail) store and do not prefetch;
+	// those chosen with it (from scalentgo) prefetch.
+	src, err := os.ReadFile("rmsnorm_amd64.s")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range want {
+		_, fn, ok := strings.Cut(string(src), "\nTEXT ·"+name+"(SB)")
+		if !ok {
+			t.Fatalf("%s not in rmsnorm_amd64.s", name)
+		}
+		fn, _, _ = strings.Cut(fn, "\nTEXT ")
+		_, rest, ok1 := strings.Cut(fn, "\nscalentgo:\n")
+		with, rest, ok2 := strings.Cut(rest, "\nscalenthw:\n")
+		without, _, ok3 := strings.Cut(rest, "\nscaletail:\n")
+		switch {
+		case !ok1 || !ok2 || !ok3:
+			t.Errorf("%s: no scalentgo, scalenthw and scaletail in that order", name)
+		case !strings.Contains(with, "PREFETCHT0"):
+			t.Errorf("%s: the non-temporal loops chosen with flagPF do not prefetch", name)
+		case strings.Contains(without, "PREFETCH"):
+			t.Errorf("%s: a non-temporal loop chosen without flagPF prefetches", name)
+		case strings.Count(without, "VMOVNT") < 3:
+			t.Errorf("%s: %d non-temporal stores in the loops chosen without flagPF, want one loop per weight form", name, strings.Count(without, "VMOVNT"))
+		}
 	}
 }

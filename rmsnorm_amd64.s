@@ -1927,13 +1927,48 @@ longrows7:
 	ANDQ  R11, R12
 	ADDQ  DX, R10
 	MOVL  job_flags+0(AX), R11
+	TESTL $0x00000002, R11
+	JZ    scalenthw
+	TESTQ SI, SI
+	JZ    scalentloopnoweight
+	TESTL $0x00000010, R11
+	JNZ   scalentloopoffset
 
 	PCALIGN $32
 scalentloop:
 	CMPQ       R8, R9
 	JG         scaletail
-	TESTL      $0x00000002, R11
-	JZ         scalentloopnopf8
+	PREFETCHT0 (R10)(R8*4)
+	PREFETCHT0 64(R10)(R8*4)
+	PREFETCHT0 128(R10)(R8*4)
+	PREFETCHT0 192(R10)(R8*4)
+	TESTQ      R12, R12
+	JZ         noadd8
+	PREFETCHT0 (R12)(R8*4)
+	PREFETCHT0 64(R12)(R8*4)
+	PREFETCHT0 128(R12)(R8*4)
+	PREFETCHT0 192(R12)(R8*4)
+
+noadd8:
+	VMULPS   (DX)(R8*4), Z5, Z0
+	VMULPS   64(DX)(R8*4), Z5, Z1
+	VMULPS   128(DX)(R8*4), Z5, Z2
+	VMULPS   192(DX)(R8*4), Z5, Z3
+	VMULPS   (SI)(R8*4), Z0, Z0
+	VMOVNTPS Z0, (CX)(R8*4)
+	VMULPS   64(SI)(R8*4), Z1, Z1
+	VMOVNTPS Z1, 64(CX)(R8*4)
+	VMULPS   128(SI)(R8*4), Z2, Z2
+	VMOVNTPS Z2, 128(CX)(R8*4)
+	VMULPS   192(SI)(R8*4), Z3, Z3
+	VMOVNTPS Z3, 192(CX)(R8*4)
+	ADDQ     $0x00000040, R8
+	JMP      scalentloop
+
+	PCALIGN $32
+scalentloopoffset:
+	CMPQ       R8, R9
+	JG         scaletail
 	PREFETCHT0 (R10)(R8*4)
 	PREFETCHT0 64(R10)(R8*4)
 	PREFETCHT0 128(R10)(R8*4)
@@ -1946,42 +1981,122 @@ scalentloop:
 	PREFETCHT0 192(R12)(R8*4)
 
 noadd9:
-scalentloopnopf8:
-	VMULPS (DX)(R8*4), Z5, Z0
-	VMULPS 64(DX)(R8*4), Z5, Z1
-	VMULPS 128(DX)(R8*4), Z5, Z2
-	VMULPS 192(DX)(R8*4), Z5, Z3
-	TESTQ  SI, SI
-	JZ     weighed11
-	TESTL  $0x00000010, R11
-	JNZ    offset10
-	VMULPS (SI)(R8*4), Z0, Z0
-	VMULPS 64(SI)(R8*4), Z1, Z1
-	VMULPS 128(SI)(R8*4), Z2, Z2
-	VMULPS 192(SI)(R8*4), Z3, Z3
+	VMULPS   (DX)(R8*4), Z5, Z0
+	VMULPS   64(DX)(R8*4), Z5, Z1
+	VMULPS   128(DX)(R8*4), Z5, Z2
+	VMULPS   192(DX)(R8*4), Z5, Z3
+	VMOVUPS  (SI)(R8*4), Z7
+	VADDPS   Z4, Z7, Z7
+	VMULPS   Z7, Z0, Z0
+	VMOVNTPS Z0, (CX)(R8*4)
+	VMOVUPS  64(SI)(R8*4), Z0
+	VADDPS   Z4, Z0, Z0
+	VMULPS   Z0, Z1, Z1
+	VMOVNTPS Z1, 64(CX)(R8*4)
+	VMOVUPS  128(SI)(R8*4), Z0
+	VADDPS   Z4, Z0, Z0
+	VMULPS   Z0, Z2, Z2
+	VMOVNTPS Z2, 128(CX)(R8*4)
+	VMOVUPS  192(SI)(R8*4), Z0
+	VADDPS   Z4, Z0, Z0
+	VMULPS   Z0, Z3, Z3
+	VMOVNTPS Z3, 192(CX)(R8*4)
+	ADDQ     $0x00000040, R8
+	JMP      scalentloopoffset
 
-weighed11:
+	PCALIGN $32
+scalentloopnoweight:
+	CMPQ       R8, R9
+	JG         scaletail
+	PREFETCHT0 (R10)(R8*4)
+	PREFETCHT0 64(R10)(R8*4)
+	PREFETCHT0 128(R10)(R8*4)
+	PREFETCHT0 192(R10)(R8*4)
+	TESTQ      R12, R12
+	JZ         noadd10
+	PREFETCHT0 (R12)(R8*4)
+	PREFETCHT0 64(R12)(R8*4)
+	PREFETCHT0 128(R12)(R8*4)
+	PREFETCHT0 192(R12)(R8*4)
+
+noadd10:
+	VMULPS   (DX)(R8*4), Z5, Z0
+	VMULPS   64(DX)(R8*4), Z5, Z1
+	VMULPS   128(DX)(R8*4), Z5, Z2
+	VMULPS   192(DX)(R8*4), Z5, Z3
 	VMOVNTPS Z0, (CX)(R8*4)
 	VMOVNTPS Z1, 64(CX)(R8*4)
 	VMOVNTPS Z2, 128(CX)(R8*4)
 	VMOVNTPS Z3, 192(CX)(R8*4)
 	ADDQ     $0x00000040, R8
-	JMP      scalentloop
+	JMP      scalentloopnoweight
 
-offset10:
-	VMOVUPS (SI)(R8*4), Z7
-	VADDPS  Z4, Z7, Z7
-	VMULPS  Z7, Z0, Z0
-	VMOVUPS 64(SI)(R8*4), Z7
-	VADDPS  Z4, Z7, Z7
-	VMULPS  Z7, Z1, Z1
-	VMOVUPS 128(SI)(R8*4), Z7
-	VADDPS  Z4, Z7, Z7
-	VMULPS  Z7, Z2, Z2
-	VMOVUPS 192(SI)(R8*4), Z7
-	VADDPS  Z4, Z7, Z7
-	VMULPS  Z7, Z3, Z3
-	JMP     weighed11
+scalenthw:
+	TESTQ SI, SI
+	JZ    scalenthwloopnoweight
+	TESTL $0x00000010, R11
+	JNZ   scalenthwloopoffset
+
+	PCALIGN $32
+scalenthwloop:
+	CMPQ     R8, R9
+	JG       scaletail
+	VMULPS   (DX)(R8*4), Z5, Z0
+	VMULPS   64(DX)(R8*4), Z5, Z1
+	VMULPS   128(DX)(R8*4), Z5, Z2
+	VMULPS   192(DX)(R8*4), Z5, Z3
+	VMULPS   (SI)(R8*4), Z0, Z0
+	VMOVNTPS Z0, (CX)(R8*4)
+	VMULPS   64(SI)(R8*4), Z1, Z1
+	VMOVNTPS Z1, 64(CX)(R8*4)
+	VMULPS   128(SI)(R8*4), Z2, Z2
+	VMOVNTPS Z2, 128(CX)(R8*4)
+	VMULPS   192(SI)(R8*4), Z3, Z3
+	VMOVNTPS Z3, 192(CX)(R8*4)
+	ADDQ     $0x00000040, R8
+	JMP      scalenthwloop
+
+	PCALIGN $32
+scalenthwloopoffset:
+	CMPQ     R8, R9
+	JG       scaletail
+	VMULPS   (DX)(R8*4), Z5, Z0
+	VMULPS   64(DX)(R8*4), Z5, Z1
+	VMULPS   128(DX)(R8*4), Z5, Z2
+	VMULPS   192(DX)(R8*4), Z5, Z3
+	VMOVUPS  (SI)(R8*4), Z7
+	VADDPS   Z4, Z7, Z7
+	VMULPS   Z7, Z0, Z0
+	VMOVNTPS Z0, (CX)(R8*4)
+	VMOVUPS  64(SI)(R8*4), Z0
+	VADDPS   Z4, Z0, Z0
+	VMULPS   Z0, Z1, Z1
+	VMOVNTPS Z1, 64(CX)(R8*4)
+	VMOVUPS  128(SI)(R8*4), Z0
+	VADDPS   Z4, Z0, Z0
+	VMULPS   Z0, Z2, Z2
+	VMOVNTPS Z2, 128(CX)(R8*4)
+	VMOVUPS  192(SI)(R8*4), Z0
+	VADDPS   Z4, Z0, Z0
+	VMULPS   Z0, Z3, Z3
+	VMOVNTPS Z3, 192(CX)(R8*4)
+	ADDQ     $0x00000040, R8
+	JMP      scalenthwloopoffset
+
+	PCALIGN $32
+scalenthwloopnoweight:
+	CMPQ     R8, R9
+	JG       scaletail
+	VMULPS   (DX)(R8*4), Z5, Z0
+	VMULPS   64(DX)(R8*4), Z5, Z1
+	VMULPS   128(DX)(R8*4), Z5, Z2
+	VMULPS   192(DX)(R8*4), Z5, Z3
+	VMOVNTPS Z0, (CX)(R8*4)
+	VMOVNTPS Z1, 64(CX)(R8*4)
+	VMOVNTPS Z2, 128(CX)(R8*4)
+	VMOVNTPS Z3, 192(CX)(R8*4)
+	ADDQ     $0x00000040, R8
+	JMP      scalenthwloopnoweight
 
 scaletail:
 	ADDQ $0x00000030, R9
@@ -1991,12 +2106,12 @@ scaleone:
 	JG      scalepart
 	VMULPS  (DX)(R8*4), Z5, Z0
 	TESTQ   SI, SI
-	JZ      noweight12
+	JZ      noweight11
 	VMOVUPS (SI)(R8*4), Z1
 	VADDPS  Z4, Z1, Z1
 	VMULPS  Z1, Z0, Z0
 
-noweight12:
+noweight11:
 	VMOVUPS Z0, (CX)(R8*4)
 	ADDQ    $0x00000010, R8
 	JMP     scaleone
@@ -2013,12 +2128,12 @@ partout:
 	VMOVUPS.Z (DX)(R8*4), K1, Z0
 	VMULPS    Z0, Z5, Z0
 	TESTQ     SI, SI
-	JZ        noweight13
+	JZ        noweight12
 	VMOVUPS.Z (SI)(R8*4), K1, Z1
 	VADDPS    Z4, Z1, Z1
 	VMULPS    Z1, Z0, Z0
 
-noweight13:
+noweight12:
 	VMOVUPS Z0, K1, (CX)(R8*4)
 	ADDQ    R10, R8
 	CMPQ    R8, job_d+0(AX)
@@ -5243,32 +5358,35 @@ longrows13:
 	ANDQ  R11, R12
 	ADDQ  DX, R10
 	MOVL  job_flags+0(AX), R11
+	TESTL $0x00000002, R11
+	JZ    scalenthw
+	TESTQ SI, SI
+	JZ    scalentloopnoweight
+	TESTL $0x00000010, R11
+	JNZ   scalentloopoffset
 
 	PCALIGN $32
 scalentloop:
 	CMPQ       R8, R9
 	JG         scaletail
-	TESTL      $0x00000002, R11
-	JZ         scalentloopnopf14
 	PREFETCHT0 (R10)(R8*4)
 	PREFETCHT0 64(R10)(R8*4)
 	PREFETCHT0 128(R10)(R8*4)
 	PREFETCHT0 192(R10)(R8*4)
 	TESTQ      R12, R12
-	JZ         noadd15
+	JZ         noadd14
 	PREFETCHT0 (R12)(R8*4)
 	PREFETCHT0 64(R12)(R8*4)
 	PREFETCHT0 128(R12)(R8*4)
 	PREFETCHT0 192(R12)(R8*4)
 
-noadd15:
-scalentloopnopf14:
+noadd14:
 	VMULPS      (DX)(R8*4), Z7, Z8
 	VMULPS      64(DX)(R8*4), Z7, Z9
 	VMULPS      128(DX)(R8*4), Z7, Z10
 	VMULPS      192(DX)(R8*4), Z7, Z11
 	TESTL       $0x00000008, job_flags+0(AX)
-	JZ          notrn16
+	JZ          notrn15
 	VMOVDQA64   Z3, Z13
 	VFIXUPIMMPS $0x00, Z4, Z8, Z13
 	VPSRLD      $0x10, Z13, Z8
@@ -5298,17 +5416,157 @@ scalentloopnopf14:
 	VPADDD      Z13, Z11, Z11
 	VPANDD      Z2, Z11, Z11
 
-notrn16:
-	TESTQ  SI, SI
-	JZ     weighed18
-	TESTL  $0x00000010, R11
-	JNZ    offset17
-	VMULPS (SI)(R8*4), Z8, Z8
-	VMULPS 64(SI)(R8*4), Z9, Z9
-	VMULPS 128(SI)(R8*4), Z10, Z10
-	VMULPS 192(SI)(R8*4), Z11, Z11
+notrn15:
+	VMULPS      (SI)(R8*4), Z8, Z8
+	VMULPS      64(SI)(R8*4), Z9, Z9
+	VMOVDQA64   Z3, Z13
+	VFIXUPIMMPS $0x00, Z4, Z8, Z13
+	VPSRLD      $0x10, Z13, Z8
+	VPANDD      Z0, Z8, Z8
+	VPADDD      Z1, Z8, Z8
+	VPADDD      Z13, Z8, Z8
+	VMOVDQA64   Z3, Z13
+	VFIXUPIMMPS $0x00, Z4, Z9, Z13
+	VPSRLD      $0x10, Z13, Z9
+	VPANDD      Z0, Z9, Z9
+	VPADDD      Z1, Z9, Z9
+	VPADDD      Z13, Z9, Z9
+	VPERMT2W    Z9, Z5, Z8
+	VMOVNTDQ    Z8, (CX)(R8*2)
+	VMULPS      128(SI)(R8*4), Z10, Z10
+	VMULPS      192(SI)(R8*4), Z11, Z11
+	VMOVDQA64   Z3, Z8
+	VFIXUPIMMPS $0x00, Z4, Z10, Z8
+	VPSRLD      $0x10, Z8, Z9
+	VPANDD      Z0, Z9, Z9
+	VPADDD      Z1, Z9, Z9
+	VPADDD      Z8, Z9, Z9
+	VMOVDQA64   Z3, Z8
+	VFIXUPIMMPS $0x00, Z4, Z11, Z8
+	VPSRLD      $0x10, Z8, Z10
+	VPANDD      Z0, Z10, Z10
+	VPADDD      Z1, Z10, Z10
+	VPADDD      Z8, Z10, Z10
+	VPERMT2W    Z10, Z5, Z9
+	VMOVNTDQ    Z9, 64(CX)(R8*2)
+	ADDQ        $0x00000040, R8
+	JMP         scalentloop
 
-weighed18:
+	PCALIGN $32
+scalentloopoffset:
+	CMPQ       R8, R9
+	JG         scaletail
+	PREFETCHT0 (R10)(R8*4)
+	PREFETCHT0 64(R10)(R8*4)
+	PREFETCHT0 128(R10)(R8*4)
+	PREFETCHT0 192(R10)(R8*4)
+	TESTQ      R12, R12
+	JZ         noadd16
+	PREFETCHT0 (R12)(R8*4)
+	PREFETCHT0 64(R12)(R8*4)
+	PREFETCHT0 128(R12)(R8*4)
+	PREFETCHT0 192(R12)(R8*4)
+
+noadd16:
+	VMULPS      (DX)(R8*4), Z7, Z8
+	VMULPS      64(DX)(R8*4), Z7, Z9
+	VMULPS      128(DX)(R8*4), Z7, Z10
+	VMULPS      192(DX)(R8*4), Z7, Z11
+	TESTL       $0x00000008, job_flags+0(AX)
+	JZ          notrn17
+	VMOVDQA64   Z3, Z13
+	VFIXUPIMMPS $0x00, Z4, Z8, Z13
+	VPSRLD      $0x10, Z13, Z8
+	VPANDD      Z0, Z8, Z8
+	VPADDD      Z1, Z8, Z8
+	VPADDD      Z13, Z8, Z8
+	VPANDD      Z2, Z8, Z8
+	VMOVDQA64   Z3, Z13
+	VFIXUPIMMPS $0x00, Z4, Z9, Z13
+	VPSRLD      $0x10, Z13, Z9
+	VPANDD      Z0, Z9, Z9
+	VPADDD      Z1, Z9, Z9
+	VPADDD      Z13, Z9, Z9
+	VPANDD      Z2, Z9, Z9
+	VMOVDQA64   Z3, Z13
+	VFIXUPIMMPS $0x00, Z4, Z10, Z13
+	VPSRLD      $0x10, Z13, Z10
+	VPANDD      Z0, Z10, Z10
+	VPADDD      Z1, Z10, Z10
+	VPADDD      Z13, Z10, Z10
+	VPANDD      Z2, Z10, Z10
+	VMOVDQA64   Z3, Z13
+	VFIXUPIMMPS $0x00, Z4, Z11, Z13
+	VPSRLD      $0x10, Z13, Z11
+	VPANDD      Z0, Z11, Z11
+	VPADDD      Z1, Z11, Z11
+	VPADDD      Z13, Z11, Z11
+	VPANDD      Z2, Z11, Z11
+
+notrn17:
+	VMOVUPS     (SI)(R8*4), Z13
+	VADDPS      Z6, Z13, Z13
+	VMULPS      Z13, Z8, Z8
+	VMOVUPS     64(SI)(R8*4), Z13
+	VADDPS      Z6, Z13, Z13
+	VMULPS      Z13, Z9, Z9
+	VMOVDQA64   Z3, Z13
+	VFIXUPIMMPS $0x00, Z4, Z8, Z13
+	VPSRLD      $0x10, Z13, Z8
+	VPANDD      Z0, Z8, Z8
+	VPADDD      Z1, Z8, Z8
+	VPADDD      Z13, Z8, Z8
+	VMOVDQA64   Z3, Z13
+	VFIXUPIMMPS $0x00, Z4, Z9, Z13
+	VPSRLD      $0x10, Z13, Z9
+	VPANDD      Z0, Z9, Z9
+	VPADDD      Z1, Z9, Z9
+	VPADDD      Z13, Z9, Z9
+	VPERMT2W    Z9, Z5, Z8
+	VMOVNTDQ    Z8, (CX)(R8*2)
+	VMOVUPS     128(SI)(R8*4), Z8
+	VADDPS      Z6, Z8, Z8
+	VMULPS      Z8, Z10, Z10
+	VMOVUPS     192(SI)(R8*4), Z8
+	VADDPS      Z6, Z8, Z8
+	VMULPS      Z8, Z11, Z11
+	VMOVDQA64   Z3, Z8
+	VFIXUPIMMPS $0x00, Z4, Z10, Z8
+	VPSRLD      $0x10, Z8, Z9
+	VPANDD      Z0, Z9, Z9
+	VPADDD      Z1, Z9, Z9
+	VPADDD      Z8, Z9, Z9
+	VMOVDQA64   Z3, Z8
+	VFIXUPIMMPS $0x00, Z4, Z11, Z8
+	VPSRLD      $0x10, Z8, Z10
+	VPANDD      Z0, Z10, Z10
+	VPADDD      Z1, Z10, Z10
+	VPADDD      Z8, Z10, Z10
+	VPERMT2W    Z10, Z5, Z9
+	VMOVNTDQ    Z9, 64(CX)(R8*2)
+	ADDQ        $0x00000040, R8
+	JMP         scalentloopoffset
+
+	PCALIGN $32
+scalentloopnoweight:
+	CMPQ       R8, R9
+	JG         scaletail
+	PREFETCHT0 (R10)(R8*4)
+	PREFETCHT0 64(R10)(R8*4)
+	PREFETCHT0 128(R10)(R8*4)
+	PREFETCHT0 192(R10)(R8*4)
+	TESTQ      R12, R12
+	JZ         noadd18
+	PREFETCHT0 (R12)(R8*4)
+	PREFETCHT0 64(R12)(R8*4)
+	PREFETCHT0 128(R12)(R8*4)
+	PREFETCHT0 192(R12)(R8*4)
+
+noadd18:
+	VMULPS      (DX)(R8*4), Z7, Z8
+	VMULPS      64(DX)(R8*4), Z7, Z9
+	VMULPS      128(DX)(R8*4), Z7, Z10
+	VMULPS      192(DX)(R8*4), Z7, Z11
 	VMOVDQA64   Z3, Z13
 	VFIXUPIMMPS $0x00, Z4, Z8, Z13
 	VPSRLD      $0x10, Z13, Z8
@@ -5338,22 +5596,210 @@ weighed18:
 	VPERMT2W    Z10, Z5, Z9
 	VMOVNTDQ    Z9, 64(CX)(R8*2)
 	ADDQ        $0x00000040, R8
-	JMP         scalentloop
+	JMP         scalentloopnoweight
 
-offset17:
-	VMOVUPS (SI)(R8*4), Z13
-	VADDPS  Z6, Z13, Z13
-	VMULPS  Z13, Z8, Z8
-	VMOVUPS 64(SI)(R8*4), Z13
-	VADDPS  Z6, Z13, Z13
-	VMULPS  Z13, Z9, Z9
-	VMOVUPS 128(SI)(R8*4), Z13
-	VADDPS  Z6, Z13, Z13
-	VMULPS  Z13, Z10, Z10
-	VMOVUPS 192(SI)(R8*4), Z13
-	VADDPS  Z6, Z13, Z13
-	VMULPS  Z13, Z11, Z11
-	JMP     weighed18
+scalenthw:
+	TESTQ SI, SI
+	JZ    scalenthwloopnoweight
+	TESTL $0x00000010, R11
+	JNZ   scalenthwloopoffset
+
+	PCALIGN $32
+scalenthwloop:
+	CMPQ        R8, R9
+	JG          scaletail
+	VMULPS      (DX)(R8*4), Z7, Z8
+	VMULPS      64(DX)(R8*4), Z7, Z9
+	VMULPS      128(DX)(R8*4), Z7, Z10
+	VMULPS      192(DX)(R8*4), Z7, Z11
+	TESTL       $0x00000008, job_flags+0(AX)
+	JZ          notrn19
+	VMOVDQA64   Z3, Z13
+	VFIXUPIMMPS $0x00, Z4, Z8, Z13
+	VPSRLD      $0x10, Z13, Z8
+	VPANDD      Z0, Z8, Z8
+	VPADDD      Z1, Z8, Z8
+	VPADDD      Z13, Z8, Z8
+	VPANDD      Z2, Z8, Z8
+	VMOVDQA64   Z3, Z13
+	VFIXUPIMMPS $0x00, Z4, Z9, Z13
+	VPSRLD      $0x10, Z13, Z9
+	VPANDD      Z0, Z9, Z9
+	VPADDD      Z1, Z9, Z9
+	VPADDD      Z13, Z9, Z9
+	VPANDD      Z2, Z9, Z9
+	VMOVDQA64   Z3, Z13
+	VFIXUPIMMPS $0x00, Z4, Z10, Z13
+	VPSRLD      $0x10, Z13, Z10
+	VPANDD      Z0, Z10, Z10
+	VPADDD      Z1, Z10, Z10
+	VPADDD      Z13, Z10, Z10
+	VPANDD      Z2, Z10, Z10
+	VMOVDQA64   Z3, Z13
+	VFIXUPIMMPS $0x00, Z4, Z11, Z13
+	VPSRLD      $0x10, Z13, Z11
+	VPANDD      Z0, Z11, Z11
+	VPADDD      Z1, Z11, Z11
+	VPADDD      Z13, Z11, Z11
+	VPANDD      Z2, Z11, Z11
+
+notrn19:
+	VMULPS      (SI)(R8*4), Z8, Z8
+	VMULPS      64(SI)(R8*4), Z9, Z9
+	VMOVDQA64   Z3, Z13
+	VFIXUPIMMPS $0x00, Z4, Z8, Z13
+	VPSRLD      $0x10, Z13, Z8
+	VPANDD      Z0, Z8, Z8
+	VPADDD      Z1, Z8, Z8
+	VPADDD      Z13, Z8, Z8
+	VMOVDQA64   Z3, Z13
+	VFIXUPIMMPS $0x00, Z4, Z9, Z13
+	VPSRLD      $0x10, Z13, Z9
+	VPANDD      Z0, Z9, Z9
+	VPADDD      Z1, Z9, Z9
+	VPADDD      Z13, Z9, Z9
+	VPERMT2W    Z9, Z5, Z8
+	VMOVNTDQ    Z8, (CX)(R8*2)
+	VMULPS      128(SI)(R8*4), Z10, Z10
+	VMULPS      192(SI)(R8*4), Z11, Z11
+	VMOVDQA64   Z3, Z8
+	VFIXUPIMMPS $0x00, Z4, Z10, Z8
+	VPSRLD      $0x10, Z8, Z9
+	VPANDD      Z0, Z9, Z9
+	VPADDD      Z1, Z9, Z9
+	VPADDD      Z8, Z9, Z9
+	VMOVDQA64   Z3, Z8
+	VFIXUPIMMPS $0x00, Z4, Z11, Z8
+	VPSRLD      $0x10, Z8, Z10
+	VPANDD      Z0, Z10, Z10
+	VPADDD      Z1, Z10, Z10
+	VPADDD      Z8, Z10, Z10
+	VPERMT2W    Z10, Z5, Z9
+	VMOVNTDQ    Z9, 64(CX)(R8*2)
+	ADDQ        $0x00000040, R8
+	JMP         scalenthwloop
+
+	PCALIGN $32
+scalenthwloopoffset:
+	CMPQ        R8, R9
+	JG          scaletail
+	VMULPS      (DX)(R8*4), Z7, Z8
+	VMULPS      64(DX)(R8*4), Z7, Z9
+	VMULPS      128(DX)(R8*4), Z7, Z10
+	VMULPS      192(DX)(R8*4), Z7, Z11
+	TESTL       $0x00000008, job_flags+0(AX)
+	JZ          notrn20
+	VMOVDQA64   Z3, Z13
+	VFIXUPIMMPS $0x00, Z4, Z8, Z13
+	VPSRLD      $0x10, Z13, Z8
+	VPANDD      Z0, Z8, Z8
+	VPADDD      Z1, Z8, Z8
+	VPADDD      Z13, Z8, Z8
+	VPANDD      Z2, Z8, Z8
+	VMOVDQA64   Z3, Z13
+	VFIXUPIMMPS $0x00, Z4, Z9, Z13
+	VPSRLD      $0x10, Z13, Z9
+	VPANDD      Z0, Z9, Z9
+	VPADDD      Z1, Z9, Z9
+	VPADDD      Z13, Z9, Z9
+	VPANDD      Z2, Z9, Z9
+	VMOVDQA64   Z3, Z13
+	VFIXUPIMMPS $0x00, Z4, Z10, Z13
+	VPSRLD      $0x10, Z13, Z10
+	VPANDD      Z0, Z10, Z10
+	VPADDD      Z1, Z10, Z10
+	VPADDD      Z13, Z10, Z10
+	VPANDD      Z2, Z10, Z10
+	VMOVDQA64   Z3, Z13
+	VFIXUPIMMPS $0x00, Z4, Z11, Z13
+	VPSRLD      $0x10, Z13, Z11
+	VPANDD      Z0, Z11, Z11
+	VPADDD      Z1, Z11, Z11
+	VPADDD      Z13, Z11, Z11
+	VPANDD      Z2, Z11, Z11
+
+notrn20:
+	VMOVUPS     (SI)(R8*4), Z13
+	VADDPS      Z6, Z13, Z13
+	VMULPS      Z13, Z8, Z8
+	VMOVUPS     64(SI)(R8*4), Z13
+	VADDPS      Z6, Z13, Z13
+	VMULPS      Z13, Z9, Z9
+	VMOVDQA64   Z3, Z13
+	VFIXUPIMMPS $0x00, Z4, Z8, Z13
+	VPSRLD      $0x10, Z13, Z8
+	VPANDD      Z0, Z8, Z8
+	VPADDD      Z1, Z8, Z8
+	VPADDD      Z13, Z8, Z8
+	VMOVDQA64   Z3, Z13
+	VFIXUPIMMPS $0x00, Z4, Z9, Z13
+	VPSRLD      $0x10, Z13, Z9
+	VPANDD      Z0, Z9, Z9
+	VPADDD      Z1, Z9, Z9
+	VPADDD      Z13, Z9, Z9
+	VPERMT2W    Z9, Z5, Z8
+	VMOVNTDQ    Z8, (CX)(R8*2)
+	VMOVUPS     128(SI)(R8*4), Z8
+	VADDPS      Z6, Z8, Z8
+	VMULPS      Z8, Z10, Z10
+	VMOVUPS     192(SI)(R8*4), Z8
+	VADDPS      Z6, Z8, Z8
+	VMULPS      Z8, Z11, Z11
+	VMOVDQA64   Z3, Z8
+	VFIXUPIMMPS $0x00, Z4, Z10, Z8
+	VPSRLD      $0x10, Z8, Z9
+	VPANDD      Z0, Z9, Z9
+	VPADDD      Z1, Z9, Z9
+	VPADDD      Z8, Z9, Z9
+	VMOVDQA64   Z3, Z8
+	VFIXUPIMMPS $0x00, Z4, Z11, Z8
+	VPSRLD      $0x10, Z8, Z10
+	VPANDD      Z0, Z10, Z10
+	VPADDD      Z1, Z10, Z10
+	VPADDD      Z8, Z10, Z10
+	VPERMT2W    Z10, Z5, Z9
+	VMOVNTDQ    Z9, 64(CX)(R8*2)
+	ADDQ        $0x00000040, R8
+	JMP         scalenthwloopoffset
+
+	PCALIGN $32
+scalenthwloopnoweight:
+	CMPQ        R8, R9
+	JG          scaletail
+	VMULPS      (DX)(R8*4), Z7, Z8
+	VMULPS      64(DX)(R8*4), Z7, Z9
+	VMULPS      128(DX)(R8*4), Z7, Z10
+	VMULPS      192(DX)(R8*4), Z7, Z11
+	VMOVDQA64   Z3, Z13
+	VFIXUPIMMPS $0x00, Z4, Z8, Z13
+	VPSRLD      $0x10, Z13, Z8
+	VPANDD      Z0, Z8, Z8
+	VPADDD      Z1, Z8, Z8
+	VPADDD      Z13, Z8, Z8
+	VMOVDQA64   Z3, Z13
+	VFIXUPIMMPS $0x00, Z4, Z9, Z13
+	VPSRLD      $0x10, Z13, Z9
+	VPANDD      Z0, Z9, Z9
+	VPADDD      Z1, Z9, Z9
+	VPADDD      Z13, Z9, Z9
+	VPERMT2W    Z9, Z5, Z8
+	VMOVNTDQ    Z8, (CX)(R8*2)
+	VMOVDQA64   Z3, Z8
+	VFIXUPIMMPS $0x00, Z4, Z10, Z8
+	VPSRLD      $0x10, Z8, Z9
+	VPANDD      Z0, Z9, Z9
+	VPADDD      Z1, Z9, Z9
+	VPADDD      Z8, Z9, Z9
+	VMOVDQA64   Z3, Z8
+	VFIXUPIMMPS $0x00, Z4, Z11, Z8
+	VPSRLD      $0x10, Z8, Z10
+	VPANDD      Z0, Z10, Z10
+	VPADDD      Z1, Z10, Z10
+	VPADDD      Z8, Z10, Z10
+	VPERMT2W    Z10, Z5, Z9
+	VMOVNTDQ    Z9, 64(CX)(R8*2)
+	ADDQ        $0x00000040, R8
+	JMP         scalenthwloopnoweight
 
 scaletail:
 	ADDQ $0x00000030, R9
@@ -5363,7 +5809,7 @@ scaleone:
 	JG          scalepart
 	VMULPS      (DX)(R8*4), Z7, Z8
 	TESTL       $0x00000008, job_flags+0(AX)
-	JZ          notrn19
+	JZ          notrn21
 	VMOVDQA64   Z3, Z9
 	VFIXUPIMMPS $0x00, Z4, Z8, Z9
 	VPSRLD      $0x10, Z9, Z8
@@ -5372,14 +5818,14 @@ scaleone:
 	VPADDD      Z9, Z8, Z8
 	VPANDD      Z2, Z8, Z8
 
-notrn19:
+notrn21:
 	TESTQ   SI, SI
-	JZ      noweight20
+	JZ      noweight22
 	VMOVUPS (SI)(R8*4), Z9
 	VADDPS  Z6, Z9, Z9
 	VMULPS  Z9, Z8, Z8
 
-noweight20:
+noweight22:
 	VMOVDQA64   Z3, Z9
 	VFIXUPIMMPS $0x00, Z4, Z8, Z9
 	VPSRLD      $0x10, Z9, Z8
@@ -5403,7 +5849,7 @@ partout:
 	VMOVUPS.Z   (DX)(R8*4), K1, Z8
 	VMULPS      Z8, Z7, Z8
 	TESTL       $0x00000008, job_flags+0(AX)
-	JZ          notrn21
+	JZ          notrn23
 	VMOVDQA64   Z3, Z9
 	VFIXUPIMMPS $0x00, Z4, Z8, Z9
 	VPSRLD      $0x10, Z9, Z8
@@ -5412,14 +5858,14 @@ partout:
 	VPADDD      Z9, Z8, Z8
 	VPANDD      Z2, Z8, Z8
 
-notrn21:
+notrn23:
 	TESTQ     SI, SI
-	JZ        noweight22
+	JZ        noweight24
 	VMOVUPS.Z (SI)(R8*4), K1, Z9
 	VADDPS    Z6, Z9, Z9
 	VMULPS    Z9, Z8, Z8
 
-noweight22:
+noweight24:
 	VMOVDQA64   Z3, Z9
 	VFIXUPIMMPS $0x00, Z4, Z8, Z9
 	VPSRLD      $0x10, Z9, Z8
@@ -5726,8 +6172,8 @@ addsumtail:
 addtailmask0:
 	KMOVW     (R12)(R13*2), K1
 	VMOVUPS.Z (R8)(R10*4), K1, Z5
-	VMOVUPS.Z (R9)(R10*4), K1, Z21
-	VADDPS    Z21, Z5, Z5
+	VMOVUPS.Z (R9)(R10*4), K1, Z31
+	VADDPS    Z31, Z5, Z5
 	VMOVUPS   Z5, K1, (R9)(R10*4)
 	VMULPS    Z5, Z5, Z5
 	VADDPS    Z5, Z1, Z1
@@ -5741,8 +6187,8 @@ addtailmask0:
 addtailmask1:
 	KMOVW     (R12)(R13*2), K1
 	VMOVUPS.Z 64(R8)(R10*4), K1, Z5
-	VMOVUPS.Z 64(R9)(R10*4), K1, Z21
-	VADDPS    Z21, Z5, Z5
+	VMOVUPS.Z 64(R9)(R10*4), K1, Z31
+	VADDPS    Z31, Z5, Z5
 	VMOVUPS   Z5, K1, 64(R9)(R10*4)
 	VMULPS    Z5, Z5, Z5
 	VADDPS    Z5, Z2, Z2
@@ -5756,8 +6202,8 @@ addtailmask1:
 addtailmask2:
 	KMOVW     (R12)(R13*2), K1
 	VMOVUPS.Z 128(R8)(R10*4), K1, Z5
-	VMOVUPS.Z 128(R9)(R10*4), K1, Z21
-	VADDPS    Z21, Z5, Z5
+	VMOVUPS.Z 128(R9)(R10*4), K1, Z31
+	VADDPS    Z31, Z5, Z5
 	VMOVUPS   Z5, K1, 128(R9)(R10*4)
 	VMULPS    Z5, Z5, Z5
 	VADDPS    Z5, Z3, Z3
@@ -5770,8 +6216,8 @@ addtailmask2:
 addtailmask3:
 	KMOVW     (R12)(R11*2), K1
 	VMOVUPS.Z 192(R8)(R10*4), K1, Z5
-	VMOVUPS.Z 192(R9)(R10*4), K1, Z21
-	VADDPS    Z21, Z5, Z5
+	VMOVUPS.Z 192(R9)(R10*4), K1, Z31
+	VADDPS    Z31, Z5, Z5
 	VMOVUPS   Z5, K1, 192(R9)(R10*4)
 	VMULPS    Z5, Z5, Z5
 	VADDPS    Z5, Z4, Z4
@@ -5962,12 +6408,12 @@ scaleloopoffset:
 	VCVTPH2PS Y5, Z5
 
 notrn7:
-	VMOVUPS      (SI)(R8*4), Z21
-	VADDPS       Z0, Z21, Z21
-	VMULPS       Z21, Z2, Z2
-	VMOVUPS      64(SI)(R8*4), Z21
-	VADDPS       Z0, Z21, Z21
-	VMULPS       Z21, Z3, Z3
+	VMOVUPS      (SI)(R8*4), Z31
+	VADDPS       Z0, Z31, Z31
+	VMULPS       Z31, Z2, Z2
+	VMOVUPS      64(SI)(R8*4), Z31
+	VADDPS       Z0, Z31, Z31
+	VMULPS       Z31, Z3, Z3
 	VCVTPS2PH    $0x00, Z2, Y9
 	VCVTPS2PH    $0x00, Z3, Y2
 	VINSERTI64X4 $0x01, Y2, Z9, Z9
@@ -6080,12 +6526,12 @@ scalepfloopoffset:
 	VCVTPH2PS  Y5, Z5
 
 notrn10:
-	VMOVUPS      (SI)(R8*4), Z21
-	VADDPS       Z0, Z21, Z21
-	VMULPS       Z21, Z2, Z2
-	VMOVUPS      64(SI)(R8*4), Z21
-	VADDPS       Z0, Z21, Z21
-	VMULPS       Z21, Z3, Z3
+	VMOVUPS      (SI)(R8*4), Z31
+	VADDPS       Z0, Z31, Z31
+	VMULPS       Z31, Z2, Z2
+	VMOVUPS      64(SI)(R8*4), Z31
+	VADDPS       Z0, Z31, Z31
+	VMULPS       Z31, Z3, Z3
 	VCVTPS2PH    $0x00, Z2, Y15
 	VCVTPS2PH    $0x00, Z3, Y2
 	VINSERTI64X4 $0x01, Y2, Z15, Z15
@@ -6178,32 +6624,35 @@ longrows13:
 	ANDQ  R11, R12
 	ADDQ  DX, R10
 	MOVL  job_flags+0(AX), R11
+	TESTL $0x00000002, R11
+	JZ    scalenthw
+	TESTQ SI, SI
+	JZ    scalentloopnoweight
+	TESTL $0x00000010, R11
+	JNZ   scalentloopoffset
 
 	PCALIGN $32
 scalentloop:
 	CMPQ       R8, R9
 	JG         scaletail
-	TESTL      $0x00000002, R11
-	JZ         scalentloopnopf14
 	PREFETCHT0 (R10)(R8*4)
 	PREFETCHT0 64(R10)(R8*4)
 	PREFETCHT0 128(R10)(R8*4)
 	PREFETCHT0 192(R10)(R8*4)
 	TESTQ      R12, R12
-	JZ         noadd15
+	JZ         noadd14
 	PREFETCHT0 (R12)(R8*4)
 	PREFETCHT0 64(R12)(R8*4)
 	PREFETCHT0 128(R12)(R8*4)
 	PREFETCHT0 192(R12)(R8*4)
 
-noadd15:
-scalentloopnopf14:
+noadd14:
 	VMULPS    (DX)(R8*4), Z1, Z2
 	VMULPS    64(DX)(R8*4), Z1, Z3
 	VMULPS    128(DX)(R8*4), Z1, Z4
 	VMULPS    192(DX)(R8*4), Z1, Z5
 	TESTL     $0x00000008, job_flags+0(AX)
-	JZ        notrn16
+	JZ        notrn15
 	VCVTPS2PH $0x00, Z2, Y2
 	VCVTPH2PS Y2, Z2
 	VCVTPS2PH $0x00, Z3, Y3
@@ -6213,21 +6662,15 @@ scalentloopnopf14:
 	VCVTPS2PH $0x00, Z5, Y5
 	VCVTPH2PS Y5, Z5
 
-notrn16:
-	TESTQ  SI, SI
-	JZ     weighed18
-	TESTL  $0x00000010, R11
-	JNZ    offset17
-	VMULPS (SI)(R8*4), Z2, Z2
-	VMULPS 64(SI)(R8*4), Z3, Z3
-	VMULPS 128(SI)(R8*4), Z4, Z4
-	VMULPS 192(SI)(R8*4), Z5, Z5
-
-weighed18:
+notrn15:
+	VMULPS       (SI)(R8*4), Z2, Z2
+	VMULPS       64(SI)(R8*4), Z3, Z3
 	VCVTPS2PH    $0x00, Z2, Y19
 	VCVTPS2PH    $0x00, Z3, Y2
 	VINSERTI64X4 $0x01, Y2, Z19, Z19
 	VMOVNTDQ     Z19, (CX)(R8*2)
+	VMULPS       128(SI)(R8*4), Z4, Z4
+	VMULPS       192(SI)(R8*4), Z5, Z5
 	VCVTPS2PH    $0x00, Z4, Y20
 	VCVTPS2PH    $0x00, Z5, Y2
 	VINSERTI64X4 $0x01, Y2, Z20, Z20
@@ -6235,20 +6678,194 @@ weighed18:
 	ADDQ         $0x00000040, R8
 	JMP          scalentloop
 
-offset17:
-	VMOVUPS (SI)(R8*4), Z21
-	VADDPS  Z0, Z21, Z21
-	VMULPS  Z21, Z2, Z2
-	VMOVUPS 64(SI)(R8*4), Z21
-	VADDPS  Z0, Z21, Z21
-	VMULPS  Z21, Z3, Z3
-	VMOVUPS 128(SI)(R8*4), Z21
-	VADDPS  Z0, Z21, Z21
-	VMULPS  Z21, Z4, Z4
-	VMOVUPS 192(SI)(R8*4), Z21
-	VADDPS  Z0, Z21, Z21
-	VMULPS  Z21, Z5, Z5
-	JMP     weighed18
+	PCALIGN $32
+scalentloopoffset:
+	CMPQ       R8, R9
+	JG         scaletail
+	PREFETCHT0 (R10)(R8*4)
+	PREFETCHT0 64(R10)(R8*4)
+	PREFETCHT0 128(R10)(R8*4)
+	PREFETCHT0 192(R10)(R8*4)
+	TESTQ      R12, R12
+	JZ         noadd16
+	PREFETCHT0 (R12)(R8*4)
+	PREFETCHT0 64(R12)(R8*4)
+	PREFETCHT0 128(R12)(R8*4)
+	PREFETCHT0 192(R12)(R8*4)
+
+noadd16:
+	VMULPS    (DX)(R8*4), Z1, Z2
+	VMULPS    64(DX)(R8*4), Z1, Z3
+	VMULPS    128(DX)(R8*4), Z1, Z4
+	VMULPS    192(DX)(R8*4), Z1, Z5
+	TESTL     $0x00000008, job_flags+0(AX)
+	JZ        notrn17
+	VCVTPS2PH $0x00, Z2, Y2
+	VCVTPH2PS Y2, Z2
+	VCVTPS2PH $0x00, Z3, Y3
+	VCVTPH2PS Y3, Z3
+	VCVTPS2PH $0x00, Z4, Y4
+	VCVTPH2PS Y4, Z4
+	VCVTPS2PH $0x00, Z5, Y5
+	VCVTPH2PS Y5, Z5
+
+notrn17:
+	VMOVUPS      (SI)(R8*4), Z31
+	VADDPS       Z0, Z31, Z31
+	VMULPS       Z31, Z2, Z2
+	VMOVUPS      64(SI)(R8*4), Z31
+	VADDPS       Z0, Z31, Z31
+	VMULPS       Z31, Z3, Z3
+	VCVTPS2PH    $0x00, Z2, Y21
+	VCVTPS2PH    $0x00, Z3, Y2
+	VINSERTI64X4 $0x01, Y2, Z21, Z21
+	VMOVNTDQ     Z21, (CX)(R8*2)
+	VMOVUPS      128(SI)(R8*4), Z2
+	VADDPS       Z0, Z2, Z2
+	VMULPS       Z2, Z4, Z4
+	VMOVUPS      192(SI)(R8*4), Z2
+	VADDPS       Z0, Z2, Z2
+	VMULPS       Z2, Z5, Z5
+	VCVTPS2PH    $0x00, Z4, Y22
+	VCVTPS2PH    $0x00, Z5, Y2
+	VINSERTI64X4 $0x01, Y2, Z22, Z22
+	VMOVNTDQ     Z22, 64(CX)(R8*2)
+	ADDQ         $0x00000040, R8
+	JMP          scalentloopoffset
+
+	PCALIGN $32
+scalentloopnoweight:
+	CMPQ       R8, R9
+	JG         scaletail
+	PREFETCHT0 (R10)(R8*4)
+	PREFETCHT0 64(R10)(R8*4)
+	PREFETCHT0 128(R10)(R8*4)
+	PREFETCHT0 192(R10)(R8*4)
+	TESTQ      R12, R12
+	JZ         noadd18
+	PREFETCHT0 (R12)(R8*4)
+	PREFETCHT0 64(R12)(R8*4)
+	PREFETCHT0 128(R12)(R8*4)
+	PREFETCHT0 192(R12)(R8*4)
+
+noadd18:
+	VMULPS       (DX)(R8*4), Z1, Z2
+	VMULPS       64(DX)(R8*4), Z1, Z3
+	VMULPS       128(DX)(R8*4), Z1, Z4
+	VMULPS       192(DX)(R8*4), Z1, Z5
+	VCVTPS2PH    $0x00, Z2, Y23
+	VCVTPS2PH    $0x00, Z3, Y2
+	VINSERTI64X4 $0x01, Y2, Z23, Z23
+	VMOVNTDQ     Z23, (CX)(R8*2)
+	VCVTPS2PH    $0x00, Z4, Y24
+	VCVTPS2PH    $0x00, Z5, Y2
+	VINSERTI64X4 $0x01, Y2, Z24, Z24
+	VMOVNTDQ     Z24, 64(CX)(R8*2)
+	ADDQ         $0x00000040, R8
+	JMP          scalentloopnoweight
+
+scalenthw:
+	TESTQ SI, SI
+	JZ    scalenthwloopnoweight
+	TESTL $0x00000010, R11
+	JNZ   scalenthwloopoffset
+
+	PCALIGN $32
+scalenthwloop:
+	CMPQ      R8, R9
+	JG        scaletail
+	VMULPS    (DX)(R8*4), Z1, Z2
+	VMULPS    64(DX)(R8*4), Z1, Z3
+	VMULPS    128(DX)(R8*4), Z1, Z4
+	VMULPS    192(DX)(R8*4), Z1, Z5
+	TESTL     $0x00000008, job_flags+0(AX)
+	JZ        notrn19
+	VCVTPS2PH $0x00, Z2, Y2
+	VCVTPH2PS Y2, Z2
+	VCVTPS2PH $0x00, Z3, Y3
+	VCVTPH2PS Y3, Z3
+	VCVTPS2PH $0x00, Z4, Y4
+	VCVTPH2PS Y4, Z4
+	VCVTPS2PH $0x00, Z5, Y5
+	VCVTPH2PS Y5, Z5
+
+notrn19:
+	VMULPS       (SI)(R8*4), Z2, Z2
+	VMULPS       64(SI)(R8*4), Z3, Z3
+	VCVTPS2PH    $0x00, Z2, Y25
+	VCVTPS2PH    $0x00, Z3, Y2
+	VINSERTI64X4 $0x01, Y2, Z25, Z25
+	VMOVNTDQ     Z25, (CX)(R8*2)
+	VMULPS       128(SI)(R8*4), Z4, Z4
+	VMULPS       192(SI)(R8*4), Z5, Z5
+	VCVTPS2PH    $0x00, Z4, Y26
+	VCVTPS2PH    $0x00, Z5, Y2
+	VINSERTI64X4 $0x01, Y2, Z26, Z26
+	VMOVNTDQ     Z26, 64(CX)(R8*2)
+	ADDQ         $0x00000040, R8
+	JMP          scalenthwloop
+
+	PCALIGN $32
+scalenthwloopoffset:
+	CMPQ      R8, R9
+	JG        scaletail
+	VMULPS    (DX)(R8*4), Z1, Z2
+	VMULPS    64(DX)(R8*4), Z1, Z3
+	VMULPS    128(DX)(R8*4), Z1, Z4
+	VMULPS    192(DX)(R8*4), Z1, Z5
+	TESTL     $0x00000008, job_flags+0(AX)
+	JZ        notrn20
+	VCVTPS2PH $0x00, Z2, Y2
+	VCVTPH2PS Y2, Z2
+	VCVTPS2PH $0x00, Z3, Y3
+	VCVTPH2PS Y3, Z3
+	VCVTPS2PH $0x00, Z4, Y4
+	VCVTPH2PS Y4, Z4
+	VCVTPS2PH $0x00, Z5, Y5
+	VCVTPH2PS Y5, Z5
+
+notrn20:
+	VMOVUPS      (SI)(R8*4), Z31
+	VADDPS       Z0, Z31, Z31
+	VMULPS       Z31, Z2, Z2
+	VMOVUPS      64(SI)(R8*4), Z31
+	VADDPS       Z0, Z31, Z31
+	VMULPS       Z31, Z3, Z3
+	VCVTPS2PH    $0x00, Z2, Y27
+	VCVTPS2PH    $0x00, Z3, Y2
+	VINSERTI64X4 $0x01, Y2, Z27, Z27
+	VMOVNTDQ     Z27, (CX)(R8*2)
+	VMOVUPS      128(SI)(R8*4), Z2
+	VADDPS       Z0, Z2, Z2
+	VMULPS       Z2, Z4, Z4
+	VMOVUPS      192(SI)(R8*4), Z2
+	VADDPS       Z0, Z2, Z2
+	VMULPS       Z2, Z5, Z5
+	VCVTPS2PH    $0x00, Z4, Y28
+	VCVTPS2PH    $0x00, Z5, Y2
+	VINSERTI64X4 $0x01, Y2, Z28, Z28
+	VMOVNTDQ     Z28, 64(CX)(R8*2)
+	ADDQ         $0x00000040, R8
+	JMP          scalenthwloopoffset
+
+	PCALIGN $32
+scalenthwloopnoweight:
+	CMPQ         R8, R9
+	JG           scaletail
+	VMULPS       (DX)(R8*4), Z1, Z2
+	VMULPS       64(DX)(R8*4), Z1, Z3
+	VMULPS       128(DX)(R8*4), Z1, Z4
+	VMULPS       192(DX)(R8*4), Z1, Z5
+	VCVTPS2PH    $0x00, Z2, Y29
+	VCVTPS2PH    $0x00, Z3, Y2
+	VINSERTI64X4 $0x01, Y2, Z29, Z29
+	VMOVNTDQ     Z29, (CX)(R8*2)
+	VCVTPS2PH    $0x00, Z4, Y30
+	VCVTPS2PH    $0x00, Z5, Y2
+	VINSERTI64X4 $0x01, Y2, Z30, Z30
+	VMOVNTDQ     Z30, 64(CX)(R8*2)
+	ADDQ         $0x00000040, R8
+	JMP          scalenthwloopnoweight
 
 scaletail:
 	ADDQ $0x00000030, R9
@@ -6258,18 +6875,18 @@ scaleone:
 	JG        scalepart
 	VMULPS    (DX)(R8*4), Z1, Z2
 	TESTL     $0x00000008, job_flags+0(AX)
-	JZ        notrn19
+	JZ        notrn21
 	VCVTPS2PH $0x00, Z2, Y2
 	VCVTPH2PS Y2, Z2
 
-notrn19:
+notrn21:
 	TESTQ   SI, SI
-	JZ      noweight20
+	JZ      noweight22
 	VMOVUPS (SI)(R8*4), Z3
 	VADDPS  Z0, Z3, Z3
 	VMULPS  Z3, Z2, Z2
 
-noweight20:
+noweight22:
 	VCVTPS2PH $0x00, Z2, (CX)(R8*2)
 	ADDQ      $0x00000010, R8
 	JMP       scaleone
@@ -6286,18 +6903,18 @@ partout:
 	VMOVUPS.Z (DX)(R8*4), K1, Z2
 	VMULPS    Z2, Z1, Z2
 	TESTL     $0x00000008, job_flags+0(AX)
-	JZ        notrn21
+	JZ        notrn23
 	VCVTPS2PH $0x00, Z2, Y2
 	VCVTPH2PS Y2, Z2
 
-notrn21:
+notrn23:
 	TESTQ     SI, SI
-	JZ        noweight22
+	JZ        noweight24
 	VMOVUPS.Z (SI)(R8*4), K1, Z3
 	VADDPS    Z0, Z3, Z3
 	VMULPS    Z3, Z2, Z2
 
-noweight22:
+noweight24:
 	VCVTPS2PH $0x00, Z2, K1, (CX)(R8*2)
 	ADDQ      R10, R8
 	CMPQ      R8, job_d+0(AX)
@@ -7585,6 +8202,10 @@ longrows19:
 	ANDQ  R11, R12
 	ADDQ  DX, R10
 	MOVL  job_flags+0(AX), R11
+	TESTQ SI, SI
+	JZ    scalentloopnoweight
+	TESTL $0x00000010, R11
+	JNZ   scalentloopoffset
 
 	PCALIGN $32
 scalentloop:
@@ -7614,25 +8235,19 @@ noadd20:
 	VMOVUPS 192(DX)(R8*4), Z5
 	VSUBPS  Z1, Z5, Z5
 	VMULPS  Z6, Z5, Z5
-	TESTQ   SI, SI
-	JZ      weighed22
-	TESTL   $0x00000010, R11
-	JNZ     offset21
 	VMULPS  (SI)(R8*4), Z2, Z2
 	VMULPS  64(SI)(R8*4), Z3, Z3
 	VMULPS  128(SI)(R8*4), Z4, Z4
 	VMULPS  192(SI)(R8*4), Z5, Z5
+	MOVQ    job_bias+0(AX), R11
+	TESTQ   R11, R11
+	JZ      nobias21
+	VADDPS  (R11)(R8*4), Z2, Z2
+	VADDPS  64(R11)(R8*4), Z3, Z3
+	VADDPS  128(R11)(R8*4), Z4, Z4
+	VADDPS  192(R11)(R8*4), Z5, Z5
 
-weighed22:
-	MOVQ   job_bias+0(AX), R13
-	TESTQ  R13, R13
-	JZ     nobias23
-	VADDPS (R13)(R8*4), Z2, Z2
-	VADDPS 64(R13)(R8*4), Z3, Z3
-	VADDPS 128(R13)(R8*4), Z4, Z4
-	VADDPS 192(R13)(R8*4), Z5, Z5
-
-nobias23:
+nobias21:
 	VMOVNTPS Z2, (CX)(R8*4)
 	VMOVNTPS Z3, 64(CX)(R8*4)
 	VMOVNTPS Z4, 128(CX)(R8*4)
@@ -7640,7 +8255,34 @@ nobias23:
 	ADDQ     $0x00000040, R8
 	JMP      scalentloop
 
-offset21:
+	PCALIGN $32
+scalentloopoffset:
+	CMPQ       R8, R9
+	JG         scaletail
+	PREFETCHT0 (R10)(R8*4)
+	PREFETCHT0 64(R10)(R8*4)
+	PREFETCHT0 128(R10)(R8*4)
+	PREFETCHT0 192(R10)(R8*4)
+	TESTQ      R12, R12
+	JZ         noadd22
+	PREFETCHT0 (R12)(R8*4)
+	PREFETCHT0 64(R12)(R8*4)
+	PREFETCHT0 128(R12)(R8*4)
+	PREFETCHT0 192(R12)(R8*4)
+
+noadd22:
+	VMOVUPS (DX)(R8*4), Z2
+	VSUBPS  Z1, Z2, Z2
+	VMULPS  Z6, Z2, Z2
+	VMOVUPS 64(DX)(R8*4), Z3
+	VSUBPS  Z1, Z3, Z3
+	VMULPS  Z6, Z3, Z3
+	VMOVUPS 128(DX)(R8*4), Z4
+	VSUBPS  Z1, Z4, Z4
+	VMULPS  Z6, Z4, Z4
+	VMOVUPS 192(DX)(R8*4), Z5
+	VSUBPS  Z1, Z5, Z5
+	VMULPS  Z6, Z5, Z5
 	VMOVUPS (SI)(R8*4), Z8
 	VADDPS  Z0, Z8, Z8
 	VMULPS  Z8, Z2, Z2
@@ -7653,7 +8295,65 @@ offset21:
 	VMOVUPS 192(SI)(R8*4), Z8
 	VADDPS  Z0, Z8, Z8
 	VMULPS  Z8, Z5, Z5
-	JMP     weighed22
+	MOVQ    job_bias+0(AX), R11
+	TESTQ   R11, R11
+	JZ      nobias23
+	VADDPS  (R11)(R8*4), Z2, Z2
+	VADDPS  64(R11)(R8*4), Z3, Z3
+	VADDPS  128(R11)(R8*4), Z4, Z4
+	VADDPS  192(R11)(R8*4), Z5, Z5
+
+nobias23:
+	VMOVNTPS Z2, (CX)(R8*4)
+	VMOVNTPS Z3, 64(CX)(R8*4)
+	VMOVNTPS Z4, 128(CX)(R8*4)
+	VMOVNTPS Z5, 192(CX)(R8*4)
+	ADDQ     $0x00000040, R8
+	JMP      scalentloopoffset
+
+	PCALIGN $32
+scalentloopnoweight:
+	CMPQ       R8, R9
+	JG         scaletail
+	PREFETCHT0 (R10)(R8*4)
+	PREFETCHT0 64(R10)(R8*4)
+	PREFETCHT0 128(R10)(R8*4)
+	PREFETCHT0 192(R10)(R8*4)
+	TESTQ      R12, R12
+	JZ         noadd24
+	PREFETCHT0 (R12)(R8*4)
+	PREFETCHT0 64(R12)(R8*4)
+	PREFETCHT0 128(R12)(R8*4)
+	PREFETCHT0 192(R12)(R8*4)
+
+noadd24:
+	VMOVUPS (DX)(R8*4), Z2
+	VSUBPS  Z1, Z2, Z2
+	VMULPS  Z6, Z2, Z2
+	VMOVUPS 64(DX)(R8*4), Z3
+	VSUBPS  Z1, Z3, Z3
+	VMULPS  Z6, Z3, Z3
+	VMOVUPS 128(DX)(R8*4), Z4
+	VSUBPS  Z1, Z4, Z4
+	VMULPS  Z6, Z4, Z4
+	VMOVUPS 192(DX)(R8*4), Z5
+	VSUBPS  Z1, Z5, Z5
+	VMULPS  Z6, Z5, Z5
+	MOVQ    job_bias+0(AX), R11
+	TESTQ   R11, R11
+	JZ      nobias25
+	VADDPS  (R11)(R8*4), Z2, Z2
+	VADDPS  64(R11)(R8*4), Z3, Z3
+	VADDPS  128(R11)(R8*4), Z4, Z4
+	VADDPS  192(R11)(R8*4), Z5, Z5
+
+nobias25:
+	VMOVNTPS Z2, (CX)(R8*4)
+	VMOVNTPS Z3, 64(CX)(R8*4)
+	VMOVNTPS Z4, 128(CX)(R8*4)
+	VMOVNTPS Z5, 192(CX)(R8*4)
+	ADDQ     $0x00000040, R8
+	JMP      scalentloopnoweight
 
 scaletail:
 	ADDQ $0x00000030, R9
@@ -7665,18 +8365,18 @@ scaleone:
 	VSUBPS  Z1, Z2, Z2
 	VMULPS  Z6, Z2, Z2
 	TESTQ   SI, SI
-	JZ      noweight24
+	JZ      noweight26
 	VMOVUPS (SI)(R8*4), Z3
 	VADDPS  Z0, Z3, Z3
 	VMULPS  Z3, Z2, Z2
 
-noweight24:
+noweight26:
 	MOVQ   job_bias+0(AX), R10
 	TESTQ  R10, R10
-	JZ     nobias25
+	JZ     nobias27
 	VADDPS (R10)(R8*4), Z2, Z2
 
-nobias25:
+nobias27:
 	VMOVUPS Z2, (CX)(R8*4)
 	ADDQ    $0x00000010, R8
 	JMP     scaleone
@@ -7694,19 +8394,19 @@ partout:
 	VSUBPS    Z1, Z2, Z2
 	VMULPS    Z2, Z6, Z2
 	TESTQ     SI, SI
-	JZ        noweight26
+	JZ        noweight28
 	VMOVUPS.Z (SI)(R8*4), K1, Z3
 	VADDPS    Z0, Z3, Z3
 	VMULPS    Z3, Z2, Z2
 
-noweight26:
+noweight28:
 	MOVQ      job_bias+0(AX), R11
 	TESTQ     R11, R11
-	JZ        nobias27
+	JZ        nobias29
 	VMOVUPS.Z (R11)(R8*4), K1, Z3
 	VADDPS    Z3, Z2, Z2
 
-nobias27:
+nobias29:
 	VMOVUPS Z2, K1, (CX)(R8*4)
 	ADDQ    R10, R8
 	CMPQ    R8, job_d+0(AX)
@@ -11951,6 +12651,10 @@ longrows25:
 	ANDQ  R11, R12
 	ADDQ  DX, R10
 	MOVL  job_flags+0(AX), R11
+	TESTQ SI, SI
+	JZ    scalentloopnoweight
+	TESTL $0x00000010, R11
+	JNZ   scalentloopoffset
 
 	PCALIGN $32
 scalentloop:
@@ -12012,25 +12716,19 @@ noadd26:
 	VPANDD      Z2, Z12, Z12
 
 notrn27:
-	TESTQ  SI, SI
-	JZ     weighed29
-	TESTL  $0x00000010, R11
-	JNZ    offset28
 	VMULPS (SI)(R8*4), Z9, Z9
 	VMULPS 64(SI)(R8*4), Z10, Z10
 	VMULPS 128(SI)(R8*4), Z11, Z11
 	VMULPS 192(SI)(R8*4), Z12, Z12
+	MOVQ   job_bias+0(AX), R11
+	TESTQ  R11, R11
+	JZ     nobias28
+	VADDPS (R11)(R8*4), Z9, Z9
+	VADDPS 64(R11)(R8*4), Z10, Z10
+	VADDPS 128(R11)(R8*4), Z11, Z11
+	VADDPS 192(R11)(R8*4), Z12, Z12
 
-weighed29:
-	MOVQ   job_bias+0(AX), R13
-	TESTQ  R13, R13
-	JZ     nobias30
-	VADDPS (R13)(R8*4), Z9, Z9
-	VADDPS 64(R13)(R8*4), Z10, Z10
-	VADDPS 128(R13)(R8*4), Z11, Z11
-	VADDPS 192(R13)(R8*4), Z12, Z12
-
-nobias30:
+nobias28:
 	VMOVDQA64   Z3, Z14
 	VFIXUPIMMPS $0x00, Z4, Z9, Z14
 	VPSRLD      $0x10, Z14, Z9
@@ -12062,7 +12760,66 @@ nobias30:
 	ADDQ        $0x00000040, R8
 	JMP         scalentloop
 
-offset28:
+	PCALIGN $32
+scalentloopoffset:
+	CMPQ       R8, R9
+	JG         scaletail
+	PREFETCHT0 (R10)(R8*4)
+	PREFETCHT0 64(R10)(R8*4)
+	PREFETCHT0 128(R10)(R8*4)
+	PREFETCHT0 192(R10)(R8*4)
+	TESTQ      R12, R12
+	JZ         noadd29
+	PREFETCHT0 (R12)(R8*4)
+	PREFETCHT0 64(R12)(R8*4)
+	PREFETCHT0 128(R12)(R8*4)
+	PREFETCHT0 192(R12)(R8*4)
+
+noadd29:
+	VMOVUPS     (DX)(R8*4), Z9
+	VSUBPS      Z7, Z9, Z9
+	VMULPS      Z8, Z9, Z9
+	VMOVUPS     64(DX)(R8*4), Z10
+	VSUBPS      Z7, Z10, Z10
+	VMULPS      Z8, Z10, Z10
+	VMOVUPS     128(DX)(R8*4), Z11
+	VSUBPS      Z7, Z11, Z11
+	VMULPS      Z8, Z11, Z11
+	VMOVUPS     192(DX)(R8*4), Z12
+	VSUBPS      Z7, Z12, Z12
+	VMULPS      Z8, Z12, Z12
+	TESTL       $0x00000008, job_flags+0(AX)
+	JZ          notrn30
+	VMOVDQA64   Z3, Z14
+	VFIXUPIMMPS $0x00, Z4, Z9, Z14
+	VPSRLD      $0x10, Z14, Z9
+	VPANDD      Z0, Z9, Z9
+	VPADDD      Z1, Z9, Z9
+	VPADDD      Z14, Z9, Z9
+	VPANDD      Z2, Z9, Z9
+	VMOVDQA64   Z3, Z14
+	VFIXUPIMMPS $0x00, Z4, Z10, Z14
+	VPSRLD      $0x10, Z14, Z10
+	VPANDD      Z0, Z10, Z10
+	VPADDD      Z1, Z10, Z10
+	VPADDD      Z14, Z10, Z10
+	VPANDD      Z2, Z10, Z10
+	VMOVDQA64   Z3, Z14
+	VFIXUPIMMPS $0x00, Z4, Z11, Z14
+	VPSRLD      $0x10, Z14, Z11
+	VPANDD      Z0, Z11, Z11
+	VPADDD      Z1, Z11, Z11
+	VPADDD      Z14, Z11, Z11
+	VPANDD      Z2, Z11, Z11
+	VMOVDQA64   Z3, Z14
+	VFIXUPIMMPS $0x00, Z4, Z12, Z14
+	VPSRLD      $0x10, Z14, Z12
+	VPANDD      Z0, Z12, Z12
+	VPADDD      Z1, Z12, Z12
+	VPADDD      Z14, Z12, Z12
+	VPANDD      Z2, Z12, Z12
+
+notrn30:
 	VMOVUPS (SI)(R8*4), Z14
 	VADDPS  Z6, Z14, Z14
 	VMULPS  Z14, Z9, Z9
@@ -12075,7 +12832,113 @@ offset28:
 	VMOVUPS 192(SI)(R8*4), Z14
 	VADDPS  Z6, Z14, Z14
 	VMULPS  Z14, Z12, Z12
-	JMP     weighed29
+	MOVQ    job_bias+0(AX), R11
+	TESTQ   R11, R11
+	JZ      nobias31
+	VADDPS  (R11)(R8*4), Z9, Z9
+	VADDPS  64(R11)(R8*4), Z10, Z10
+	VADDPS  128(R11)(R8*4), Z11, Z11
+	VADDPS  192(R11)(R8*4), Z12, Z12
+
+nobias31:
+	VMOVDQA64   Z3, Z14
+	VFIXUPIMMPS $0x00, Z4, Z9, Z14
+	VPSRLD      $0x10, Z14, Z9
+	VPANDD      Z0, Z9, Z9
+	VPADDD      Z1, Z9, Z9
+	VPADDD      Z14, Z9, Z9
+	VMOVDQA64   Z3, Z14
+	VFIXUPIMMPS $0x00, Z4, Z10, Z14
+	VPSRLD      $0x10, Z14, Z10
+	VPANDD      Z0, Z10, Z10
+	VPADDD      Z1, Z10, Z10
+	VPADDD      Z14, Z10, Z10
+	VPERMT2W    Z10, Z5, Z9
+	VMOVNTDQ    Z9, (CX)(R8*2)
+	VMOVDQA64   Z3, Z9
+	VFIXUPIMMPS $0x00, Z4, Z11, Z9
+	VPSRLD      $0x10, Z9, Z10
+	VPANDD      Z0, Z10, Z10
+	VPADDD      Z1, Z10, Z10
+	VPADDD      Z9, Z10, Z10
+	VMOVDQA64   Z3, Z9
+	VFIXUPIMMPS $0x00, Z4, Z12, Z9
+	VPSRLD      $0x10, Z9, Z11
+	VPANDD      Z0, Z11, Z11
+	VPADDD      Z1, Z11, Z11
+	VPADDD      Z9, Z11, Z11
+	VPERMT2W    Z11, Z5, Z10
+	VMOVNTDQ    Z10, 64(CX)(R8*2)
+	ADDQ        $0x00000040, R8
+	JMP         scalentloopoffset
+
+	PCALIGN $32
+scalentloopnoweight:
+	CMPQ       R8, R9
+	JG         scaletail
+	PREFETCHT0 (R10)(R8*4)
+	PREFETCHT0 64(R10)(R8*4)
+	PREFETCHT0 128(R10)(R8*4)
+	PREFETCHT0 192(R10)(R8*4)
+	TESTQ      R12, R12
+	JZ         noadd32
+	PREFETCHT0 (R12)(R8*4)
+	PREFETCHT0 64(R12)(R8*4)
+	PREFETCHT0 128(R12)(R8*4)
+	PREFETCHT0 192(R12)(R8*4)
+
+noadd32:
+	VMOVUPS (DX)(R8*4), Z9
+	VSUBPS  Z7, Z9, Z9
+	VMULPS  Z8, Z9, Z9
+	VMOVUPS 64(DX)(R8*4), Z10
+	VSUBPS  Z7, Z10, Z10
+	VMULPS  Z8, Z10, Z10
+	VMOVUPS 128(DX)(R8*4), Z11
+	VSUBPS  Z7, Z11, Z11
+	VMULPS  Z8, Z11, Z11
+	VMOVUPS 192(DX)(R8*4), Z12
+	VSUBPS  Z7, Z12, Z12
+	VMULPS  Z8, Z12, Z12
+	MOVQ    job_bias+0(AX), R11
+	TESTQ   R11, R11
+	JZ      nobias33
+	VADDPS  (R11)(R8*4), Z9, Z9
+	VADDPS  64(R11)(R8*4), Z10, Z10
+	VADDPS  128(R11)(R8*4), Z11, Z11
+	VADDPS  192(R11)(R8*4), Z12, Z12
+
+nobias33:
+	VMOVDQA64   Z3, Z14
+	VFIXUPIMMPS $0x00, Z4, Z9, Z14
+	VPSRLD      $0x10, Z14, Z9
+	VPANDD      Z0, Z9, Z9
+	VPADDD      Z1, Z9, Z9
+	VPADDD      Z14, Z9, Z9
+	VMOVDQA64   Z3, Z14
+	VFIXUPIMMPS $0x00, Z4, Z10, Z14
+	VPSRLD      $0x10, Z14, Z10
+	VPANDD      Z0, Z10, Z10
+	VPADDD      Z1, Z10, Z10
+	VPADDD      Z14, Z10, Z10
+	VPERMT2W    Z10, Z5, Z9
+	VMOVNTDQ    Z9, (CX)(R8*2)
+	VMOVDQA64   Z3, Z9
+	VFIXUPIMMPS $0x00, Z4, Z11, Z9
+	VPSRLD      $0x10, Z9, Z10
+	VPANDD      Z0, Z10, Z10
+	VPADDD      Z1, Z10, Z10
+	VPADDD      Z9, Z10, Z10
+	VMOVDQA64   Z3, Z9
+	VFIXUPIMMPS $0x00, Z4, Z12, Z9
+	VPSRLD      $0x10, Z9, Z11
+	VPANDD      Z0, Z11, Z11
+	VPADDD      Z1, Z11, Z11
+	VPADDD      Z9, Z11, Z11
+	VPERMT2W    Z11, Z5, Z10
+	VMOVNTDQ    Z10, 64(CX)(R8*2)
+	ADDQ        $0x00000040, R8
+	JMP         scalentloopnoweight
 
 scaletail:
 	ADDQ $0x00000030, R9
@@ -12087,7 +12950,7 @@ scaleone:
 	VSUBPS      Z7, Z9, Z9
 	VMULPS      Z8, Z9, Z9
 	TESTL       $0x00000008, job_flags+0(AX)
-	JZ          notrn31
+	JZ          notrn34
 	VMOVDQA64   Z3, Z10
 	VFIXUPIMMPS $0x00, Z4, Z9, Z10
 	VPSRLD      $0x10, Z10, Z9
@@ -12096,20 +12959,20 @@ scaleone:
 	VPADDD      Z10, Z9, Z9
 	VPANDD      Z2, Z9, Z9
 
-notrn31:
+notrn34:
 	TESTQ   SI, SI
-	JZ      noweight32
+	JZ      noweight35
 	VMOVUPS (SI)(R8*4), Z10
 	VADDPS  Z6, Z10, Z10
 	VMULPS  Z10, Z9, Z9
 
-noweight32:
+noweight35:
 	MOVQ   job_bias+0(AX), R10
 	TESTQ  R10, R10
-	JZ     nobias33
+	JZ     nobias36
 	VADDPS (R10)(R8*4), Z9, Z9
 
-nobias33:
+nobias36:
 	VMOVDQA64   Z3, Z10
 	VFIXUPIMMPS $0x00, Z4, Z9, Z10
 	VPSRLD      $0x10, Z10, Z9
@@ -12134,7 +12997,7 @@ partout:
 	VSUBPS      Z7, Z9, Z9
 	VMULPS      Z9, Z8, Z9
 	TESTL       $0x00000008, job_flags+0(AX)
-	JZ          notrn34
+	JZ          notrn37
 	VMOVDQA64   Z3, Z10
 	VFIXUPIMMPS $0x00, Z4, Z9, Z10
 	VPSRLD      $0x10, Z10, Z9
@@ -12143,21 +13006,21 @@ partout:
 	VPADDD      Z10, Z9, Z9
 	VPANDD      Z2, Z9, Z9
 
-notrn34:
+notrn37:
 	TESTQ     SI, SI
-	JZ        noweight35
+	JZ        noweight38
 	VMOVUPS.Z (SI)(R8*4), K1, Z10
 	VADDPS    Z6, Z10, Z10
 	VMULPS    Z10, Z9, Z9
 
-noweight35:
+noweight38:
 	MOVQ      job_bias+0(AX), R11
 	TESTQ     R11, R11
-	JZ        nobias36
+	JZ        nobias39
 	VMOVUPS.Z (R11)(R8*4), K1, Z10
 	VADDPS    Z10, Z9, Z9
 
-nobias36:
+nobias39:
 	VMOVDQA64   Z3, Z10
 	VFIXUPIMMPS $0x00, Z4, Z9, Z10
 	VPSRLD      $0x10, Z10, Z9
@@ -12947,18 +13810,18 @@ scaleloopoffset:
 	VCVTPH2PS Y6, Z6
 
 notrn13:
-	VMOVUPS (SI)(R8*4), Z22
-	VADDPS  Z0, Z22, Z22
-	VMULPS  Z22, Z3, Z3
-	VMOVUPS 64(SI)(R8*4), Z22
-	VADDPS  Z0, Z22, Z22
-	VMULPS  Z22, Z4, Z4
-	VMOVUPS 128(SI)(R8*4), Z22
-	VADDPS  Z0, Z22, Z22
-	VMULPS  Z22, Z5, Z5
-	VMOVUPS 192(SI)(R8*4), Z22
-	VADDPS  Z0, Z22, Z22
-	VMULPS  Z22, Z6, Z6
+	VMOVUPS (SI)(R8*4), Z26
+	VADDPS  Z0, Z26, Z26
+	VMULPS  Z26, Z3, Z3
+	VMOVUPS 64(SI)(R8*4), Z26
+	VADDPS  Z0, Z26, Z26
+	VMULPS  Z26, Z4, Z4
+	VMOVUPS 128(SI)(R8*4), Z26
+	VADDPS  Z0, Z26, Z26
+	VMULPS  Z26, Z5, Z5
+	VMOVUPS 192(SI)(R8*4), Z26
+	VADDPS  Z0, Z26, Z26
+	VMULPS  Z26, Z6, Z6
 	MOVQ    job_bias+0(AX), R10
 	TESTQ   R10, R10
 	JZ      nobias14
@@ -13116,18 +13979,18 @@ scalepfloopoffset:
 	VCVTPH2PS  Y6, Z6
 
 notrn19:
-	VMOVUPS (SI)(R8*4), Z22
-	VADDPS  Z0, Z22, Z22
-	VMULPS  Z22, Z3, Z3
-	VMOVUPS 64(SI)(R8*4), Z22
-	VADDPS  Z0, Z22, Z22
-	VMULPS  Z22, Z4, Z4
-	VMOVUPS 128(SI)(R8*4), Z22
-	VADDPS  Z0, Z22, Z22
-	VMULPS  Z22, Z5, Z5
-	VMOVUPS 192(SI)(R8*4), Z22
-	VADDPS  Z0, Z22, Z22
-	VMULPS  Z22, Z6, Z6
+	VMOVUPS (SI)(R8*4), Z26
+	VADDPS  Z0, Z26, Z26
+	VMULPS  Z26, Z3, Z3
+	VMOVUPS 64(SI)(R8*4), Z26
+	VADDPS  Z0, Z26, Z26
+	VMULPS  Z26, Z4, Z4
+	VMOVUPS 128(SI)(R8*4), Z26
+	VADDPS  Z0, Z26, Z26
+	VMULPS  Z26, Z5, Z5
+	VMOVUPS 192(SI)(R8*4), Z26
+	VADDPS  Z0, Z26, Z26
+	VMULPS  Z26, Z6, Z6
 	MOVQ    job_bias+0(AX), R11
 	TESTQ   R11, R11
 	JZ      nobias20
@@ -13248,6 +14111,10 @@ longrows25:
 	ANDQ  R11, R12
 	ADDQ  DX, R10
 	MOVL  job_flags+0(AX), R11
+	TESTQ SI, SI
+	JZ    scalentloopnoweight
+	TESTL $0x00000010, R11
+	JNZ   scalentloopoffset
 
 	PCALIGN $32
 scalentloop:
@@ -13289,25 +14156,19 @@ noadd26:
 	VCVTPH2PS Y6, Z6
 
 notrn27:
-	TESTQ  SI, SI
-	JZ     weighed29
-	TESTL  $0x00000010, R11
-	JNZ    offset28
 	VMULPS (SI)(R8*4), Z3, Z3
 	VMULPS 64(SI)(R8*4), Z4, Z4
 	VMULPS 128(SI)(R8*4), Z5, Z5
 	VMULPS 192(SI)(R8*4), Z6, Z6
+	MOVQ   job_bias+0(AX), R11
+	TESTQ  R11, R11
+	JZ     nobias28
+	VADDPS (R11)(R8*4), Z3, Z3
+	VADDPS 64(R11)(R8*4), Z4, Z4
+	VADDPS 128(R11)(R8*4), Z5, Z5
+	VADDPS 192(R11)(R8*4), Z6, Z6
 
-weighed29:
-	MOVQ   job_bias+0(AX), R13
-	TESTQ  R13, R13
-	JZ     nobias30
-	VADDPS (R13)(R8*4), Z3, Z3
-	VADDPS 64(R13)(R8*4), Z4, Z4
-	VADDPS 128(R13)(R8*4), Z5, Z5
-	VADDPS 192(R13)(R8*4), Z6, Z6
-
-nobias30:
+nobias28:
 	VCVTPS2PH    $0x00, Z3, Y20
 	VCVTPS2PH    $0x00, Z4, Y3
 	VINSERTI64X4 $0x01, Y3, Z20, Z20
@@ -13319,20 +14180,125 @@ nobias30:
 	ADDQ         $0x00000040, R8
 	JMP          scalentloop
 
-offset28:
-	VMOVUPS (SI)(R8*4), Z22
-	VADDPS  Z0, Z22, Z22
-	VMULPS  Z22, Z3, Z3
-	VMOVUPS 64(SI)(R8*4), Z22
-	VADDPS  Z0, Z22, Z22
-	VMULPS  Z22, Z4, Z4
-	VMOVUPS 128(SI)(R8*4), Z22
-	VADDPS  Z0, Z22, Z22
-	VMULPS  Z22, Z5, Z5
-	VMOVUPS 192(SI)(R8*4), Z22
-	VADDPS  Z0, Z22, Z22
-	VMULPS  Z22, Z6, Z6
-	JMP     weighed29
+	PCALIGN $32
+scalentloopoffset:
+	CMPQ       R8, R9
+	JG         scaletail
+	PREFETCHT0 (R10)(R8*4)
+	PREFETCHT0 64(R10)(R8*4)
+	PREFETCHT0 128(R10)(R8*4)
+	PREFETCHT0 192(R10)(R8*4)
+	TESTQ      R12, R12
+	JZ         noadd29
+	PREFETCHT0 (R12)(R8*4)
+	PREFETCHT0 64(R12)(R8*4)
+	PREFETCHT0 128(R12)(R8*4)
+	PREFETCHT0 192(R12)(R8*4)
+
+noadd29:
+	VMOVUPS   (DX)(R8*4), Z3
+	VSUBPS    Z1, Z3, Z3
+	VMULPS    Z2, Z3, Z3
+	VMOVUPS   64(DX)(R8*4), Z4
+	VSUBPS    Z1, Z4, Z4
+	VMULPS    Z2, Z4, Z4
+	VMOVUPS   128(DX)(R8*4), Z5
+	VSUBPS    Z1, Z5, Z5
+	VMULPS    Z2, Z5, Z5
+	VMOVUPS   192(DX)(R8*4), Z6
+	VSUBPS    Z1, Z6, Z6
+	VMULPS    Z2, Z6, Z6
+	TESTL     $0x00000008, job_flags+0(AX)
+	JZ        notrn30
+	VCVTPS2PH $0x00, Z3, Y3
+	VCVTPH2PS Y3, Z3
+	VCVTPS2PH $0x00, Z4, Y4
+	VCVTPH2PS Y4, Z4
+	VCVTPS2PH $0x00, Z5, Y5
+	VCVTPH2PS Y5, Z5
+	VCVTPS2PH $0x00, Z6, Y6
+	VCVTPH2PS Y6, Z6
+
+notrn30:
+	VMOVUPS (SI)(R8*4), Z26
+	VADDPS  Z0, Z26, Z26
+	VMULPS  Z26, Z3, Z3
+	VMOVUPS 64(SI)(R8*4), Z26
+	VADDPS  Z0, Z26, Z26
+	VMULPS  Z26, Z4, Z4
+	VMOVUPS 128(SI)(R8*4), Z26
+	VADDPS  Z0, Z26, Z26
+	VMULPS  Z26, Z5, Z5
+	VMOVUPS 192(SI)(R8*4), Z26
+	VADDPS  Z0, Z26, Z26
+	VMULPS  Z26, Z6, Z6
+	MOVQ    job_bias+0(AX), R11
+	TESTQ   R11, R11
+	JZ      nobias31
+	VADDPS  (R11)(R8*4), Z3, Z3
+	VADDPS  64(R11)(R8*4), Z4, Z4
+	VADDPS  128(R11)(R8*4), Z5, Z5
+	VADDPS  192(R11)(R8*4), Z6, Z6
+
+nobias31:
+	VCVTPS2PH    $0x00, Z3, Y22
+	VCVTPS2PH    $0x00, Z4, Y3
+	VINSERTI64X4 $0x01, Y3, Z22, Z22
+	VMOVNTDQ     Z22, (CX)(R8*2)
+	VCVTPS2PH    $0x00, Z5, Y23
+	VCVTPS2PH    $0x00, Z6, Y3
+	VINSERTI64X4 $0x01, Y3, Z23, Z23
+	VMOVNTDQ     Z23, 64(CX)(R8*2)
+	ADDQ         $0x00000040, R8
+	JMP          scalentloopoffset
+
+	PCALIGN $32
+scalentloopnoweight:
+	CMPQ       R8, R9
+	JG         scaletail
+	PREFETCHT0 (R10)(R8*4)
+	PREFETCHT0 64(R10)(R8*4)
+	PREFETCHT0 128(R10)(R8*4)
+	PREFETCHT0 192(R10)(R8*4)
+	TESTQ      R12, R12
+	JZ         noadd32
+	PREFETCHT0 (R12)(R8*4)
+	PREFETCHT0 64(R12)(R8*4)
+	PREFETCHT0 128(R12)(R8*4)
+	PREFETCHT0 192(R12)(R8*4)
+
+noadd32:
+	VMOVUPS (DX)(R8*4), Z3
+	VSUBPS  Z1, Z3, Z3
+	VMULPS  Z2, Z3, Z3
+	VMOVUPS 64(DX)(R8*4), Z4
+	VSUBPS  Z1, Z4, Z4
+	VMULPS  Z2, Z4, Z4
+	VMOVUPS 128(DX)(R8*4), Z5
+	VSUBPS  Z1, Z5, Z5
+	VMULPS  Z2, Z5, Z5
+	VMOVUPS 192(DX)(R8*4), Z6
+	VSUBPS  Z1, Z6, Z6
+	VMULPS  Z2, Z6, Z6
+	MOVQ    job_bias+0(AX), R11
+	TESTQ   R11, R11
+	JZ      nobias33
+	VADDPS  (R11)(R8*4), Z3, Z3
+	VADDPS  64(R11)(R8*4), Z4, Z4
+	VADDPS  128(R11)(R8*4), Z5, Z5
+	VADDPS  192(R11)(R8*4), Z6, Z6
+
+nobias33:
+	VCVTPS2PH    $0x00, Z3, Y24
+	VCVTPS2PH    $0x00, Z4, Y3
+	VINSERTI64X4 $0x01, Y3, Z24, Z24
+	VMOVNTDQ     Z24, (CX)(R8*2)
+	VCVTPS2PH    $0x00, Z5, Y25
+	VCVTPS2PH    $0x00, Z6, Y3
+	VINSERTI64X4 $0x01, Y3, Z25, Z25
+	VMOVNTDQ     Z25, 64(CX)(R8*2)
+	ADDQ         $0x00000040, R8
+	JMP          scalentloopnoweight
 
 scaletail:
 	ADDQ $0x00000030, R9
@@ -13344,24 +14310,24 @@ scaleone:
 	VSUBPS    Z1, Z3, Z3
 	VMULPS    Z2, Z3, Z3
 	TESTL     $0x00000008, job_flags+0(AX)
-	JZ        notrn31
+	JZ        notrn34
 	VCVTPS2PH $0x00, Z3, Y3
 	VCVTPH2PS Y3, Z3
 
-notrn31:
+notrn34:
 	TESTQ   SI, SI
-	JZ      noweight32
+	JZ      noweight35
 	VMOVUPS (SI)(R8*4), Z4
 	VADDPS  Z0, Z4, Z4
 	VMULPS  Z4, Z3, Z3
 
-noweight32:
+noweight35:
 	MOVQ   job_bias+0(AX), R10
 	TESTQ  R10, R10
-	JZ     nobias33
+	JZ     nobias36
 	VADDPS (R10)(R8*4), Z3, Z3
 
-nobias33:
+nobias36:
 	VCVTPS2PH $0x00, Z3, (CX)(R8*2)
 	ADDQ      $0x00000010, R8
 	JMP       scaleone
@@ -13379,25 +14345,25 @@ partout:
 	VSUBPS    Z1, Z3, Z3
 	VMULPS    Z3, Z2, Z3
 	TESTL     $0x00000008, job_flags+0(AX)
-	JZ        notrn34
+	JZ        notrn37
 	VCVTPS2PH $0x00, Z3, Y3
 	VCVTPH2PS Y3, Z3
 
-notrn34:
+notrn37:
 	TESTQ     SI, SI
-	JZ        noweight35
+	JZ        noweight38
 	VMOVUPS.Z (SI)(R8*4), K1, Z4
 	VADDPS    Z0, Z4, Z4
 	VMULPS    Z4, Z3, Z3
 
-noweight35:
+noweight38:
 	MOVQ      job_bias+0(AX), R11
 	TESTQ     R11, R11
-	JZ        nobias36
+	JZ        nobias39
 	VMOVUPS.Z (R11)(R8*4), K1, Z4
 	VADDPS    Z4, Z3, Z3
 
-nobias36:
+nobias39:
 	VCVTPS2PH $0x00, Z3, K1, (CX)(R8*2)
 	ADDQ      R10, R8
 	CMPQ      R8, job_d+0(AX)
@@ -22098,13 +23064,44 @@ longrows23:
 	ANDQ  R11, R12
 	ADDQ  DX, R10
 	MOVL  job_flags+0(AX), R11
+	TESTL $0x00000002, R11
+	JZ    scalenthw
+	TESTQ SI, SI
+	JZ    scalentloopnoweight
+	TESTL $0x00000010, R11
+	JNZ   scalentloopoffset
 
 	PCALIGN $32
 scalentloop:
 	CMPQ       R8, R9
 	JG         scaletail
-	TESTL      $0x00000002, R11
-	JZ         scalentloopnopf24
+	PREFETCHT0 (R10)(R8*4)
+	PREFETCHT0 64(R10)(R8*4)
+	TESTQ      R12, R12
+	JZ         noadd24
+	PREFETCHT0 (R12)(R8*4)
+	PREFETCHT0 64(R12)(R8*4)
+
+noadd24:
+	VMULPS   (DX)(R8*4), Y8, Y0
+	VMULPS   32(DX)(R8*4), Y8, Y1
+	VMULPS   64(DX)(R8*4), Y8, Y2
+	VMULPS   96(DX)(R8*4), Y8, Y3
+	VMULPS   (SI)(R8*4), Y0, Y0
+	VMOVNTPS Y0, (CX)(R8*4)
+	VMULPS   32(SI)(R8*4), Y1, Y1
+	VMOVNTPS Y1, 32(CX)(R8*4)
+	VMULPS   64(SI)(R8*4), Y2, Y2
+	VMOVNTPS Y2, 64(CX)(R8*4)
+	VMULPS   96(SI)(R8*4), Y3, Y3
+	VMOVNTPS Y3, 96(CX)(R8*4)
+	ADDQ     $0x00000020, R8
+	JMP      scalentloop
+
+	PCALIGN $32
+scalentloopoffset:
+	CMPQ       R8, R9
+	JG         scaletail
 	PREFETCHT0 (R10)(R8*4)
 	PREFETCHT0 64(R10)(R8*4)
 	TESTQ      R12, R12
@@ -22113,42 +23110,118 @@ scalentloop:
 	PREFETCHT0 64(R12)(R8*4)
 
 noadd25:
-scalentloopnopf24:
-	VMULPS (DX)(R8*4), Y8, Y0
-	VMULPS 32(DX)(R8*4), Y8, Y1
-	VMULPS 64(DX)(R8*4), Y8, Y2
-	VMULPS 96(DX)(R8*4), Y8, Y3
-	TESTQ  SI, SI
-	JZ     weighed27
-	TESTL  $0x00000010, R11
-	JNZ    offset26
-	VMULPS (SI)(R8*4), Y0, Y0
-	VMULPS 32(SI)(R8*4), Y1, Y1
-	VMULPS 64(SI)(R8*4), Y2, Y2
-	VMULPS 96(SI)(R8*4), Y3, Y3
+	VMULPS   (DX)(R8*4), Y8, Y0
+	VMULPS   32(DX)(R8*4), Y8, Y1
+	VMULPS   64(DX)(R8*4), Y8, Y2
+	VMULPS   96(DX)(R8*4), Y8, Y3
+	VMOVUPS  (SI)(R8*4), Y4
+	VADDPS   Y9, Y4, Y4
+	VMULPS   Y4, Y0, Y0
+	VMOVNTPS Y0, (CX)(R8*4)
+	VMOVUPS  32(SI)(R8*4), Y0
+	VADDPS   Y9, Y0, Y0
+	VMULPS   Y0, Y1, Y1
+	VMOVNTPS Y1, 32(CX)(R8*4)
+	VMOVUPS  64(SI)(R8*4), Y0
+	VADDPS   Y9, Y0, Y0
+	VMULPS   Y0, Y2, Y2
+	VMOVNTPS Y2, 64(CX)(R8*4)
+	VMOVUPS  96(SI)(R8*4), Y0
+	VADDPS   Y9, Y0, Y0
+	VMULPS   Y0, Y3, Y3
+	VMOVNTPS Y3, 96(CX)(R8*4)
+	ADDQ     $0x00000020, R8
+	JMP      scalentloopoffset
 
-weighed27:
+	PCALIGN $32
+scalentloopnoweight:
+	CMPQ       R8, R9
+	JG         scaletail
+	PREFETCHT0 (R10)(R8*4)
+	PREFETCHT0 64(R10)(R8*4)
+	TESTQ      R12, R12
+	JZ         noadd26
+	PREFETCHT0 (R12)(R8*4)
+	PREFETCHT0 64(R12)(R8*4)
+
+noadd26:
+	VMULPS   (DX)(R8*4), Y8, Y0
+	VMULPS   32(DX)(R8*4), Y8, Y1
+	VMULPS   64(DX)(R8*4), Y8, Y2
+	VMULPS   96(DX)(R8*4), Y8, Y3
 	VMOVNTPS Y0, (CX)(R8*4)
 	VMOVNTPS Y1, 32(CX)(R8*4)
 	VMOVNTPS Y2, 64(CX)(R8*4)
 	VMOVNTPS Y3, 96(CX)(R8*4)
 	ADDQ     $0x00000020, R8
-	JMP      scalentloop
+	JMP      scalentloopnoweight
 
-offset26:
-	VMOVUPS (SI)(R8*4), Y4
-	VADDPS  Y9, Y4, Y4
-	VMULPS  Y4, Y0, Y0
-	VMOVUPS 32(SI)(R8*4), Y4
-	VADDPS  Y9, Y4, Y4
-	VMULPS  Y4, Y1, Y1
-	VMOVUPS 64(SI)(R8*4), Y4
-	VADDPS  Y9, Y4, Y4
-	VMULPS  Y4, Y2, Y2
-	VMOVUPS 96(SI)(R8*4), Y4
-	VADDPS  Y9, Y4, Y4
-	VMULPS  Y4, Y3, Y3
-	JMP     weighed27
+scalenthw:
+	TESTQ SI, SI
+	JZ    scalenthwloopnoweight
+	TESTL $0x00000010, R11
+	JNZ   scalenthwloopoffset
+
+	PCALIGN $32
+scalenthwloop:
+	CMPQ     R8, R9
+	JG       scaletail
+	VMULPS   (DX)(R8*4), Y8, Y0
+	VMULPS   32(DX)(R8*4), Y8, Y1
+	VMULPS   64(DX)(R8*4), Y8, Y2
+	VMULPS   96(DX)(R8*4), Y8, Y3
+	VMULPS   (SI)(R8*4), Y0, Y0
+	VMOVNTPS Y0, (CX)(R8*4)
+	VMULPS   32(SI)(R8*4), Y1, Y1
+	VMOVNTPS Y1, 32(CX)(R8*4)
+	VMULPS   64(SI)(R8*4), Y2, Y2
+	VMOVNTPS Y2, 64(CX)(R8*4)
+	VMULPS   96(SI)(R8*4), Y3, Y3
+	VMOVNTPS Y3, 96(CX)(R8*4)
+	ADDQ     $0x00000020, R8
+	JMP      scalenthwloop
+
+	PCALIGN $32
+scalenthwloopoffset:
+	CMPQ     R8, R9
+	JG       scaletail
+	VMULPS   (DX)(R8*4), Y8, Y0
+	VMULPS   32(DX)(R8*4), Y8, Y1
+	VMULPS   64(DX)(R8*4), Y8, Y2
+	VMULPS   96(DX)(R8*4), Y8, Y3
+	VMOVUPS  (SI)(R8*4), Y4
+	VADDPS   Y9, Y4, Y4
+	VMULPS   Y4, Y0, Y0
+	VMOVNTPS Y0, (CX)(R8*4)
+	VMOVUPS  32(SI)(R8*4), Y0
+	VADDPS   Y9, Y0, Y0
+	VMULPS   Y0, Y1, Y1
+	VMOVNTPS Y1, 32(CX)(R8*4)
+	VMOVUPS  64(SI)(R8*4), Y0
+	VADDPS   Y9, Y0, Y0
+	VMULPS   Y0, Y2, Y2
+	VMOVNTPS Y2, 64(CX)(R8*4)
+	VMOVUPS  96(SI)(R8*4), Y0
+	VADDPS   Y9, Y0, Y0
+	VMULPS   Y0, Y3, Y3
+	VMOVNTPS Y3, 96(CX)(R8*4)
+	ADDQ     $0x00000020, R8
+	JMP      scalenthwloopoffset
+
+	PCALIGN $32
+scalenthwloopnoweight:
+	CMPQ     R8, R9
+	JG       scaletail
+	VMULPS   (DX)(R8*4), Y8, Y0
+	VMULPS   32(DX)(R8*4), Y8, Y1
+	VMULPS   64(DX)(R8*4), Y8, Y2
+	VMULPS   96(DX)(R8*4), Y8, Y3
+	VMOVNTPS Y0, (CX)(R8*4)
+	VMOVNTPS Y1, 32(CX)(R8*4)
+	VMOVNTPS Y2, 64(CX)(R8*4)
+	VMOVNTPS Y3, 96(CX)(R8*4)
+	ADDQ     $0x00000020, R8
+	JMP      scalenthwloopnoweight
 
 scaletail:
 	ADDQ $0x00000018, R9
@@ -22158,12 +23231,12 @@ scaleone:
 	JG      scalepart
 	VMULPS  (DX)(R8*4), Y8, Y0
 	TESTQ   SI, SI
-	JZ      noweight28
+	JZ      noweight27
 	VMOVUPS (SI)(R8*4), Y1
 	VADDPS  Y9, Y1, Y1
 	VMULPS  Y1, Y0, Y0
 
-noweight28:
+noweight27:
 	VMOVUPS Y0, (CX)(R8*4)
 	ADDQ    $0x00000008, R8
 	JMP     scaleone
@@ -22181,64 +23254,64 @@ partout:
 	XORQ R13, R13
 	SUBQ $0x00000008, R14
 
-copyvec29:
+copyvec28:
 	CMPQ    R13, R14
-	JG      copyone30
+	JG      copyone29
 	VMOVUPS (R11)(R13*4), Y0
 	VMOVUPS Y0, (R12)(R13*4)
 	ADDQ    $0x00000008, R13
-	JMP     copyvec29
+	JMP     copyvec28
 
-copyone30:
+copyone29:
 	ADDQ $0x00000008, R14
 
-copyloop32:
+copyloop31:
 	CMPQ R13, R14
-	JGE  copied31
+	JGE  copied30
 	MOVL (R11)(R13*4), R15
 	MOVL R15, (R12)(R13*4)
 	INCQ R13
-	JMP  copyloop32
+	JMP  copyloop31
 
-copied31:
+copied30:
 	TESTQ SI, SI
-	JZ    nowcopy33
+	JZ    nowcopy32
 	LEAQ  (SI)(R8*4), R11
 	LEAQ  160(SP), R12
 	MOVQ  R10, R14
 	XORQ  R13, R13
 	SUBQ  $0x00000008, R14
 
-copyvec34:
+copyvec33:
 	CMPQ    R13, R14
-	JG      copyone35
+	JG      copyone34
 	VMOVUPS (R11)(R13*4), Y0
 	VMOVUPS Y0, (R12)(R13*4)
 	ADDQ    $0x00000008, R13
-	JMP     copyvec34
+	JMP     copyvec33
 
-copyone35:
+copyone34:
 	ADDQ $0x00000008, R14
 
-copyloop37:
+copyloop36:
 	CMPQ R13, R14
-	JGE  copied36
+	JGE  copied35
 	MOVL (R11)(R13*4), R15
 	MOVL R15, (R12)(R13*4)
 	INCQ R13
-	JMP  copyloop37
+	JMP  copyloop36
 
-copied36:
-nowcopy33:
+copied35:
+nowcopy32:
 	VMOVUPS 128(SP), Y0
 	VMULPS  Y0, Y8, Y0
 	TESTQ   SI, SI
-	JZ      noweight38
+	JZ      noweight37
 	VMOVUPS 160(SP), Y1
 	VADDPS  Y9, Y1, Y1
 	VMULPS  Y1, Y0, Y0
 
-noweight38:
+noweight37:
 	VMOVUPS Y0, 192(SP)
 	LEAQ    192(SP), R12
 	LEAQ    (CX)(R8*4), R11
@@ -22246,26 +23319,26 @@ noweight38:
 	XORQ    R13, R13
 	SUBQ    $0x00000008, R14
 
-copyvec39:
+copyvec38:
 	CMPQ    R13, R14
-	JG      copyone40
+	JG      copyone39
 	VMOVUPS (R12)(R13*4), Y0
 	VMOVUPS Y0, (R11)(R13*4)
 	ADDQ    $0x00000008, R13
-	JMP     copyvec39
+	JMP     copyvec38
 
-copyone40:
+copyone39:
 	ADDQ $0x00000008, R14
 
-copyloop42:
+copyloop41:
 	CMPQ R13, R14
-	JGE  copied41
+	JGE  copied40
 	MOVL (R12)(R13*4), R15
 	MOVL R15, (R11)(R13*4)
 	INCQ R13
-	JMP  copyloop42
+	JMP  copyloop41
 
-copied41:
+copied40:
 	ADDQ R10, R8
 	CMPQ R8, job_d+0(AX)
 	JB   scalentgo
@@ -26589,6 +27662,12 @@ longrows59:
 	ANDQ    R11, R12
 	ADDQ    DX, R10
 	MOVL    job_flags+0(AX), R11
+	TESTL   $0x00000002, R11
+	JZ      scalenthw
+	TESTQ   SI, SI
+	JZ      scalentloopnoweight
+	TESTL   $0x00000010, R11
+	JNZ     scalentloopoffset
 	VMOVDQU avx2bfkept<>+0(SB), Y2
 	VMOVDQU avx2bfbias<>+0(SB), Y3
 	VMOVDQU avx2bfhigh<>+0(SB), Y4
@@ -26596,23 +27675,20 @@ longrows59:
 scalentloopiter60:
 	CMPQ       R8, R9
 	JG         scaletail
-	TESTL      $0x00000002, R11
-	JZ         scalentloopnopf61
 	PREFETCHT0 (R10)(R8*4)
 	PREFETCHT0 64(R10)(R8*4)
 	TESTQ      R12, R12
-	JZ         noadd62
+	JZ         noadd61
 	PREFETCHT0 (R12)(R8*4)
 	PREFETCHT0 64(R12)(R8*4)
 
-noadd62:
-scalentloopnopf61:
+noadd61:
 	VMULPS   (DX)(R8*4), Y1, Y5
 	VMULPS   32(DX)(R8*4), Y1, Y6
 	VMULPS   64(DX)(R8*4), Y1, Y7
 	VMULPS   96(DX)(R8*4), Y1, Y8
 	TESTL    $0x00000008, job_flags+0(AX)
-	JZ       notrn63
+	JZ       notrn62
 	VPAND    Y2, Y5, Y9
 	VPCMPEQD Y2, Y9, Y9
 	VPSUBD   Y9, Y5, Y9
@@ -26634,20 +27710,12 @@ scalentloopnopf61:
 	VPADDD   Y3, Y9, Y9
 	VPAND    Y4, Y9, Y8
 
-notrn63:
-	TESTQ  SI, SI
-	JZ     weighed65
-	TESTL  $0x00000010, R11
-	JNZ    offset64
-	VMULPS (SI)(R8*4), Y5, Y5
-	VMULPS 32(SI)(R8*4), Y6, Y6
-	VMULPS 64(SI)(R8*4), Y7, Y7
-	VMULPS 96(SI)(R8*4), Y8, Y8
-
-weighed65:
+notrn62:
+	VMULPS    (SI)(R8*4), Y5, Y5
+	VMULPS    32(SI)(R8*4), Y6, Y6
 	VCMPPS    $0x03, Y6, Y5, Y9
 	VPTEST    Y9, Y9
-	JNZ       bf16nan66
+	JNZ       bf16nan63
 	VPAND     Y2, Y5, Y9
 	VPCMPEQD  Y2, Y9, Y9
 	VPSUBD    Y9, Y5, Y9
@@ -26660,12 +27728,14 @@ weighed65:
 	VPSRLD    $0x10, Y5, Y5
 	VPACKUSDW Y5, Y9, Y9
 
-bf16packed67:
+bf16packed64:
 	VPERMQ    $0xd8, Y9, Y9
 	VMOVNTDQ  Y9, (CX)(R8*2)
+	VMULPS    64(SI)(R8*4), Y7, Y7
+	VMULPS    96(SI)(R8*4), Y8, Y8
 	VCMPPS    $0x03, Y8, Y7, Y5
 	VPTEST    Y5, Y5
-	JNZ       bf16nan68
+	JNZ       bf16nan65
 	VPAND     Y2, Y7, Y5
 	VPCMPEQD  Y2, Y5, Y5
 	VPSUBD    Y5, Y7, Y5
@@ -26678,26 +27748,388 @@ bf16packed67:
 	VPSRLD    $0x10, Y6, Y6
 	VPACKUSDW Y6, Y5, Y5
 
-bf16packed69:
+bf16packed66:
 	VPERMQ   $0xd8, Y5, Y5
 	VMOVNTDQ Y5, 32(CX)(R8*2)
 	ADDQ     $0x00000020, R8
 	JMP      scalentloopiter60
 
-offset64:
-	VMOVUPS (SI)(R8*4), Y9
-	VADDPS  Y0, Y9, Y9
-	VMULPS  Y9, Y5, Y5
-	VMOVUPS 32(SI)(R8*4), Y9
-	VADDPS  Y0, Y9, Y9
-	VMULPS  Y9, Y6, Y6
-	VMOVUPS 64(SI)(R8*4), Y9
-	VADDPS  Y0, Y9, Y9
-	VMULPS  Y9, Y7, Y7
-	VMOVUPS 96(SI)(R8*4), Y9
-	VADDPS  Y0, Y9, Y9
-	VMULPS  Y9, Y8, Y8
-	JMP     weighed65
+	PCALIGN $32
+scalentloopoffset:
+	VMOVDQU avx2bfkept<>+0(SB), Y2
+	VMOVDQU avx2bfbias<>+0(SB), Y3
+	VMOVDQU avx2bfhigh<>+0(SB), Y4
+
+scalentloopoffsetiter67:
+	CMPQ       R8, R9
+	JG         scaletail
+	PREFETCHT0 (R10)(R8*4)
+	PREFETCHT0 64(R10)(R8*4)
+	TESTQ      R12, R12
+	JZ         noadd68
+	PREFETCHT0 (R12)(R8*4)
+	PREFETCHT0 64(R12)(R8*4)
+
+noadd68:
+	VMULPS   (DX)(R8*4), Y1, Y5
+	VMULPS   32(DX)(R8*4), Y1, Y6
+	VMULPS   64(DX)(R8*4), Y1, Y7
+	VMULPS   96(DX)(R8*4), Y1, Y8
+	TESTL    $0x00000008, job_flags+0(AX)
+	JZ       notrn69
+	VPAND    Y2, Y5, Y9
+	VPCMPEQD Y2, Y9, Y9
+	VPSUBD   Y9, Y5, Y9
+	VPADDD   Y3, Y9, Y9
+	VPAND    Y4, Y9, Y5
+	VPAND    Y2, Y6, Y9
+	VPCMPEQD Y2, Y9, Y9
+	VPSUBD   Y9, Y6, Y9
+	VPADDD   Y3, Y9, Y9
+	VPAND    Y4, Y9, Y6
+	VPAND    Y2, Y7, Y9
+	VPCMPEQD Y2, Y9, Y9
+	VPSUBD   Y9, Y7, Y9
+	VPADDD   Y3, Y9, Y9
+	VPAND    Y4, Y9, Y7
+	VPAND    Y2, Y8, Y9
+	VPCMPEQD Y2, Y9, Y9
+	VPSUBD   Y9, Y8, Y9
+	VPADDD   Y3, Y9, Y9
+	VPAND    Y4, Y9, Y8
+
+notrn69:
+	VMOVUPS   (SI)(R8*4), Y9
+	VADDPS    Y0, Y9, Y9
+	VMULPS    Y9, Y5, Y5
+	VMOVUPS   32(SI)(R8*4), Y9
+	VADDPS    Y0, Y9, Y9
+	VMULPS    Y9, Y6, Y6
+	VCMPPS    $0x03, Y6, Y5, Y9
+	VPTEST    Y9, Y9
+	JNZ       bf16nan70
+	VPAND     Y2, Y5, Y9
+	VPCMPEQD  Y2, Y9, Y9
+	VPSUBD    Y9, Y5, Y9
+	VPADDD    Y3, Y9, Y9
+	VPSRLD    $0x10, Y9, Y9
+	VPAND     Y2, Y6, Y5
+	VPCMPEQD  Y2, Y5, Y5
+	VPSUBD    Y5, Y6, Y5
+	VPADDD    Y3, Y5, Y5
+	VPSRLD    $0x10, Y5, Y5
+	VPACKUSDW Y5, Y9, Y9
+
+bf16packed71:
+	VPERMQ    $0xd8, Y9, Y9
+	VMOVNTDQ  Y9, (CX)(R8*2)
+	VMOVUPS   64(SI)(R8*4), Y5
+	VADDPS    Y0, Y5, Y5
+	VMULPS    Y5, Y7, Y7
+	VMOVUPS   96(SI)(R8*4), Y5
+	VADDPS    Y0, Y5, Y5
+	VMULPS    Y5, Y8, Y8
+	VCMPPS    $0x03, Y8, Y7, Y5
+	VPTEST    Y5, Y5
+	JNZ       bf16nan72
+	VPAND     Y2, Y7, Y5
+	VPCMPEQD  Y2, Y5, Y5
+	VPSUBD    Y5, Y7, Y5
+	VPADDD    Y3, Y5, Y5
+	VPSRLD    $0x10, Y5, Y5
+	VPAND     Y2, Y8, Y6
+	VPCMPEQD  Y2, Y6, Y6
+	VPSUBD    Y6, Y8, Y6
+	VPADDD    Y3, Y6, Y6
+	VPSRLD    $0x10, Y6, Y6
+	VPACKUSDW Y6, Y5, Y5
+
+bf16packed73:
+	VPERMQ   $0xd8, Y5, Y5
+	VMOVNTDQ Y5, 32(CX)(R8*2)
+	ADDQ     $0x00000020, R8
+	JMP      scalentloopoffsetiter67
+
+	PCALIGN $32
+scalentloopnoweight:
+	VMOVDQU avx2bfkept<>+0(SB), Y2
+	VMOVDQU avx2bfbias<>+0(SB), Y3
+
+scalentloopnoweightiter74:
+	CMPQ       R8, R9
+	JG         scaletail
+	PREFETCHT0 (R10)(R8*4)
+	PREFETCHT0 64(R10)(R8*4)
+	TESTQ      R12, R12
+	JZ         noadd75
+	PREFETCHT0 (R12)(R8*4)
+	PREFETCHT0 64(R12)(R8*4)
+
+noadd75:
+	VMULPS    (DX)(R8*4), Y1, Y4
+	VMULPS    32(DX)(R8*4), Y1, Y5
+	VMULPS    64(DX)(R8*4), Y1, Y6
+	VMULPS    96(DX)(R8*4), Y1, Y7
+	VCMPPS    $0x03, Y5, Y4, Y8
+	VPTEST    Y8, Y8
+	JNZ       bf16nan76
+	VPAND     Y2, Y4, Y8
+	VPCMPEQD  Y2, Y8, Y8
+	VPSUBD    Y8, Y4, Y8
+	VPADDD    Y3, Y8, Y8
+	VPSRLD    $0x10, Y8, Y8
+	VPAND     Y2, Y5, Y4
+	VPCMPEQD  Y2, Y4, Y4
+	VPSUBD    Y4, Y5, Y4
+	VPADDD    Y3, Y4, Y4
+	VPSRLD    $0x10, Y4, Y4
+	VPACKUSDW Y4, Y8, Y8
+
+bf16packed77:
+	VPERMQ    $0xd8, Y8, Y8
+	VMOVNTDQ  Y8, (CX)(R8*2)
+	VCMPPS    $0x03, Y7, Y6, Y4
+	VPTEST    Y4, Y4
+	JNZ       bf16nan78
+	VPAND     Y2, Y6, Y4
+	VPCMPEQD  Y2, Y4, Y4
+	VPSUBD    Y4, Y6, Y4
+	VPADDD    Y3, Y4, Y4
+	VPSRLD    $0x10, Y4, Y4
+	VPAND     Y2, Y7, Y5
+	VPCMPEQD  Y2, Y5, Y5
+	VPSUBD    Y5, Y7, Y5
+	VPADDD    Y3, Y5, Y5
+	VPSRLD    $0x10, Y5, Y5
+	VPACKUSDW Y5, Y4, Y4
+
+bf16packed79:
+	VPERMQ   $0xd8, Y4, Y4
+	VMOVNTDQ Y4, 32(CX)(R8*2)
+	ADDQ     $0x00000020, R8
+	JMP      scalentloopnoweightiter74
+
+scalenthw:
+	TESTQ   SI, SI
+	JZ      scalenthwloopnoweight
+	TESTL   $0x00000010, R11
+	JNZ     scalenthwloopoffset
+	VMOVDQU avx2bfkept<>+0(SB), Y2
+	VMOVDQU avx2bfbias<>+0(SB), Y3
+	VMOVDQU avx2bfhigh<>+0(SB), Y4
+
+scalenthwloopiter80:
+	CMPQ     R8, R9
+	JG       scaletail
+	VMULPS   (DX)(R8*4), Y1, Y5
+	VMULPS   32(DX)(R8*4), Y1, Y6
+	VMULPS   64(DX)(R8*4), Y1, Y7
+	VMULPS   96(DX)(R8*4), Y1, Y8
+	TESTL    $0x00000008, job_flags+0(AX)
+	JZ       notrn81
+	VPAND    Y2, Y5, Y9
+	VPCMPEQD Y2, Y9, Y9
+	VPSUBD   Y9, Y5, Y9
+	VPADDD   Y3, Y9, Y9
+	VPAND    Y4, Y9, Y5
+	VPAND    Y2, Y6, Y9
+	VPCMPEQD Y2, Y9, Y9
+	VPSUBD   Y9, Y6, Y9
+	VPADDD   Y3, Y9, Y9
+	VPAND    Y4, Y9, Y6
+	VPAND    Y2, Y7, Y9
+	VPCMPEQD Y2, Y9, Y9
+	VPSUBD   Y9, Y7, Y9
+	VPADDD   Y3, Y9, Y9
+	VPAND    Y4, Y9, Y7
+	VPAND    Y2, Y8, Y9
+	VPCMPEQD Y2, Y9, Y9
+	VPSUBD   Y9, Y8, Y9
+	VPADDD   Y3, Y9, Y9
+	VPAND    Y4, Y9, Y8
+
+notrn81:
+	VMULPS    (SI)(R8*4), Y5, Y5
+	VMULPS    32(SI)(R8*4), Y6, Y6
+	VCMPPS    $0x03, Y6, Y5, Y9
+	VPTEST    Y9, Y9
+	JNZ       bf16nan82
+	VPAND     Y2, Y5, Y9
+	VPCMPEQD  Y2, Y9, Y9
+	VPSUBD    Y9, Y5, Y9
+	VPADDD    Y3, Y9, Y9
+	VPSRLD    $0x10, Y9, Y9
+	VPAND     Y2, Y6, Y5
+	VPCMPEQD  Y2, Y5, Y5
+	VPSUBD    Y5, Y6, Y5
+	VPADDD    Y3, Y5, Y5
+	VPSRLD    $0x10, Y5, Y5
+	VPACKUSDW Y5, Y9, Y9
+
+bf16packed83:
+	VPERMQ    $0xd8, Y9, Y9
+	VMOVNTDQ  Y9, (CX)(R8*2)
+	VMULPS    64(SI)(R8*4), Y7, Y7
+	VMULPS    96(SI)(R8*4), Y8, Y8
+	VCMPPS    $0x03, Y8, Y7, Y5
+	VPTEST    Y5, Y5
+	JNZ       bf16nan84
+	VPAND     Y2, Y7, Y5
+	VPCMPEQD  Y2, Y5, Y5
+	VPSUBD    Y5, Y7, Y5
+	VPADDD    Y3, Y5, Y5
+	VPSRLD    $0x10, Y5, Y5
+	VPAND     Y2, Y8, Y6
+	VPCMPEQD  Y2, Y6, Y6
+	VPSUBD    Y6, Y8, Y6
+	VPADDD    Y3, Y6, Y6
+	VPSRLD    $0x10, Y6, Y6
+	VPACKUSDW Y6, Y5, Y5
+
+bf16packed85:
+	VPERMQ   $0xd8, Y5, Y5
+	VMOVNTDQ Y5, 32(CX)(R8*2)
+	ADDQ     $0x00000020, R8
+	JMP      scalenthwloopiter80
+
+	PCALIGN $32
+scalenthwloopoffset:
+	VMOVDQU avx2bfkept<>+0(SB), Y2
+	VMOVDQU avx2bfbias<>+0(SB), Y3
+	VMOVDQU avx2bfhigh<>+0(SB), Y4
+
+scalenthwloopoffsetiter86:
+	CMPQ     R8, R9
+	JG       scaletail
+	VMULPS   (DX)(R8*4), Y1, Y5
+	VMULPS   32(DX)(R8*4), Y1, Y6
+	VMULPS   64(DX)(R8*4), Y1, Y7
+	VMULPS   96(DX)(R8*4), Y1, Y8
+	TESTL    $0x00000008, job_flags+0(AX)
+	JZ       notrn87
+	VPAND    Y2, Y5, Y9
+	VPCMPEQD Y2, Y9, Y9
+	VPSUBD   Y9, Y5, Y9
+	VPADDD   Y3, Y9, Y9
+	VPAND    Y4, Y9, Y5
+	VPAND    Y2, Y6, Y9
+	VPCMPEQD Y2, Y9, Y9
+	VPSUBD   Y9, Y6, Y9
+	VPADDD   Y3, Y9, Y9
+	VPAND    Y4, Y9, Y6
+	VPAND    Y2, Y7, Y9
+	VPCMPEQD Y2, Y9, Y9
+	VPSUBD   Y9, Y7, Y9
+	VPADDD   Y3, Y9, Y9
+	VPAND    Y4, Y9, Y7
+	VPAND    Y2, Y8, Y9
+	VPCMPEQD Y2, Y9, Y9
+	VPSUBD   Y9, Y8, Y9
+	VPADDD   Y3, Y9, Y9
+	VPAND    Y4, Y9, Y8
+
+notrn87:
+	VMOVUPS   (SI)(R8*4), Y9
+	VADDPS    Y0, Y9, Y9
+	VMULPS    Y9, Y5, Y5
+	VMOVUPS   32(SI)(R8*4), Y9
+	VADDPS    Y0, Y9, Y9
+	VMULPS    Y9, Y6, Y6
+	VCMPPS    $0x03, Y6, Y5, Y9
+	VPTEST    Y9, Y9
+	JNZ       bf16nan88
+	VPAND     Y2, Y5, Y9
+	VPCMPEQD  Y2, Y9, Y9
+	VPSUBD    Y9, Y5, Y9
+	VPADDD    Y3, Y9, Y9
+	VPSRLD    $0x10, Y9, Y9
+	VPAND     Y2, Y6, Y5
+	VPCMPEQD  Y2, Y5, Y5
+	VPSUBD    Y5, Y6, Y5
+	VPADDD    Y3, Y5, Y5
+	VPSRLD    $0x10, Y5, Y5
+	VPACKUSDW Y5, Y9, Y9
+
+bf16packed89:
+	VPERMQ    $0xd8, Y9, Y9
+	VMOVNTDQ  Y9, (CX)(R8*2)
+	VMOVUPS   64(SI)(R8*4), Y5
+	VADDPS    Y0, Y5, Y5
+	VMULPS    Y5, Y7, Y7
+	VMOVUPS   96(SI)(R8*4), Y5
+	VADDPS    Y0, Y5, Y5
+	VMULPS    Y5, Y8, Y8
+	VCMPPS    $0x03, Y8, Y7, Y5
+	VPTEST    Y5, Y5
+	JNZ       bf16nan90
+	VPAND     Y2, Y7, Y5
+	VPCMPEQD  Y2, Y5, Y5
+	VPSUBD    Y5, Y7, Y5
+	VPADDD    Y3, Y5, Y5
+	VPSRLD    $0x10, Y5, Y5
+	VPAND     Y2, Y8, Y6
+	VPCMPEQD  Y2, Y6, Y6
+	VPSUBD    Y6, Y8, Y6
+	VPADDD    Y3, Y6, Y6
+	VPSRLD    $0x10, Y6, Y6
+	VPACKUSDW Y6, Y5, Y5
+
+bf16packed91:
+	VPERMQ   $0xd8, Y5, Y5
+	VMOVNTDQ Y5, 32(CX)(R8*2)
+	ADDQ     $0x00000020, R8
+	JMP      scalenthwloopoffsetiter86
+
+	PCALIGN $32
+scalenthwloopnoweight:
+	VMOVDQU avx2bfkept<>+0(SB), Y2
+	VMOVDQU avx2bfbias<>+0(SB), Y3
+
+scalenthwloopnoweightiter92:
+	CMPQ      R8, R9
+	JG        scaletail
+	VMULPS    (DX)(R8*4), Y1, Y4
+	VMULPS    32(DX)(R8*4), Y1, Y5
+	VMULPS    64(DX)(R8*4), Y1, Y6
+	VMULPS    96(DX)(R8*4), Y1, Y7
+	VCMPPS    $0x03, Y5, Y4, Y8
+	VPTEST    Y8, Y8
+	JNZ       bf16nan93
+	VPAND     Y2, Y4, Y8
+	VPCMPEQD  Y2, Y8, Y8
+	VPSUBD    Y8, Y4, Y8
+	VPADDD    Y3, Y8, Y8
+	VPSRLD    $0x10, Y8, Y8
+	VPAND     Y2, Y5, Y4
+	VPCMPEQD  Y2, Y4, Y4
+	VPSUBD    Y4, Y5, Y4
+	VPADDD    Y3, Y4, Y4
+	VPSRLD    $0x10, Y4, Y4
+	VPACKUSDW Y4, Y8, Y8
+
+bf16packed94:
+	VPERMQ    $0xd8, Y8, Y8
+	VMOVNTDQ  Y8, (CX)(R8*2)
+	VCMPPS    $0x03, Y7, Y6, Y4
+	VPTEST    Y4, Y4
+	JNZ       bf16nan95
+	VPAND     Y2, Y6, Y4
+	VPCMPEQD  Y2, Y4, Y4
+	VPSUBD    Y4, Y6, Y4
+	VPADDD    Y3, Y4, Y4
+	VPSRLD    $0x10, Y4, Y4
+	VPAND     Y2, Y7, Y5
+	VPCMPEQD  Y2, Y5, Y5
+	VPSUBD    Y5, Y7, Y5
+	VPADDD    Y3, Y5, Y5
+	VPSRLD    $0x10, Y5, Y5
+	VPACKUSDW Y5, Y4, Y4
+
+bf16packed96:
+	VPERMQ   $0xd8, Y4, Y4
+	VMOVNTDQ Y4, 32(CX)(R8*2)
+	ADDQ     $0x00000020, R8
+	JMP      scalenthwloopnoweightiter92
 
 scaletail:
 	ADDQ $0x00000018, R9
@@ -26707,7 +28139,7 @@ scaleone:
 	JG        scalepart
 	VMULPS    (DX)(R8*4), Y1, Y2
 	TESTL     $0x00000008, job_flags+0(AX)
-	JZ        notrn70
+	JZ        notrn97
 	VPAND     avx2bfkept<>+0(SB), Y2, Y3
 	VPCMPEQD  avx2bfkept<>+0(SB), Y3, Y3
 	VPSUBD    Y3, Y2, Y3
@@ -26716,14 +28148,14 @@ scaleone:
 	VCMPPS    $0x03, Y2, Y2, Y2
 	VBLENDVPS Y2, avx2bfnanhigh<>+0(SB), Y3, Y2
 
-notrn70:
+notrn97:
 	TESTQ   SI, SI
-	JZ      noweight71
+	JZ      noweight98
 	VMOVUPS (SI)(R8*4), Y3
 	VADDPS  Y0, Y3, Y3
 	VMULPS  Y3, Y2, Y2
 
-noweight71:
+noweight98:
 	VPAND        avx2bfkept<>+0(SB), Y2, Y3
 	VPCMPEQD     avx2bfkept<>+0(SB), Y3, Y3
 	VPSUBD       Y3, Y2, Y3
@@ -26750,59 +28182,59 @@ partout:
 	XORQ R13, R13
 	SUBQ $0x00000008, R14
 
-copyvec72:
+copyvec99:
 	CMPQ    R13, R14
-	JG      copyone73
+	JG      copyone100
 	VMOVUPS (R11)(R13*4), Y2
 	VMOVUPS Y2, (R12)(R13*4)
 	ADDQ    $0x00000008, R13
-	JMP     copyvec72
+	JMP     copyvec99
 
-copyone73:
+copyone100:
 	ADDQ $0x00000008, R14
 
-copyloop75:
+copyloop102:
 	CMPQ R13, R14
-	JGE  copied74
+	JGE  copied101
 	MOVL (R11)(R13*4), R15
 	MOVL R15, (R12)(R13*4)
 	INCQ R13
-	JMP  copyloop75
+	JMP  copyloop102
 
-copied74:
+copied101:
 	TESTQ SI, SI
-	JZ    nowcopy76
+	JZ    nowcopy103
 	LEAQ  (SI)(R8*4), R11
 	LEAQ  160(SP), R12
 	MOVQ  R10, R14
 	XORQ  R13, R13
 	SUBQ  $0x00000008, R14
 
-copyvec77:
+copyvec104:
 	CMPQ    R13, R14
-	JG      copyone78
+	JG      copyone105
 	VMOVUPS (R11)(R13*4), Y2
 	VMOVUPS Y2, (R12)(R13*4)
 	ADDQ    $0x00000008, R13
-	JMP     copyvec77
+	JMP     copyvec104
 
-copyone78:
+copyone105:
 	ADDQ $0x00000008, R14
 
-copyloop80:
+copyloop107:
 	CMPQ R13, R14
-	JGE  copied79
+	JGE  copied106
 	MOVL (R11)(R13*4), R15
 	MOVL R15, (R12)(R13*4)
 	INCQ R13
-	JMP  copyloop80
+	JMP  copyloop107
 
-copied79:
-nowcopy76:
+copied106:
+nowcopy103:
 	VMOVUPS   128(SP), Y2
 	VMULPS    Y2, Y1, Y2
 	TESTL     $0x00000008, job_flags+0(AX)
-	JZ        notrn81
+	JZ        notrn108
 	VPAND     avx2bfkept<>+0(SB), Y2, Y3
 	VPCMPEQD  avx2bfkept<>+0(SB), Y3, Y3
 	VPSUBD    Y3, Y2, Y3
@@ -26811,14 +28243,14 @@ nowcopy76:
 	VCMPPS    $0x03, Y2, Y2, Y2
 	VBLENDVPS Y2, avx2bfnanhigh<>+0(SB), Y3, Y2
 
-notrn81:
+notrn108:
 	TESTQ   SI, SI
-	JZ      noweight82
+	JZ      noweight109
 	VMOVUPS 160(SP), Y3
 	VADDPS  Y0, Y3, Y3
 	VMULPS  Y3, Y2, Y2
 
-noweight82:
+noweight109:
 	VPAND        avx2bfkept<>+0(SB), Y2, Y3
 	VPCMPEQD     avx2bfkept<>+0(SB), Y3, Y3
 	VPSUBD       Y3, Y2, Y3
@@ -26835,26 +28267,26 @@ noweight82:
 	XORQ         R13, R13
 	SUBQ         $0x00000010, R14
 
-copyvec83:
+copyvec110:
 	CMPQ    R13, R14
-	JG      copyone84
+	JG      copyone111
 	VMOVUPS (R12)(R13*2), Y2
 	VMOVUPS Y2, (R11)(R13*2)
 	ADDQ    $0x00000010, R13
-	JMP     copyvec83
+	JMP     copyvec110
 
-copyone84:
+copyone111:
 	ADDQ $0x00000010, R14
 
-copyloop86:
+copyloop113:
 	CMPQ R13, R14
-	JGE  copied85
+	JGE  copied112
 	MOVW (R12)(R13*2), R15
 	MOVW R15, (R11)(R13*2)
 	INCQ R13
-	JMP  copyloop86
+	JMP  copyloop113
 
-copied85:
+copied112:
 	ADDQ R10, R8
 	CMPQ R8, job_d+0(AX)
 	JB   scalentgo
@@ -27188,7 +28620,7 @@ bf16nan55:
 	VPACKUSDW Y5, Y4, Y4
 	JMP       bf16packed56
 
-bf16nan66:
+bf16nan63:
 	VPAND     avx2bfkept<>+0(SB), Y5, Y9
 	VPCMPEQD  avx2bfkept<>+0(SB), Y9, Y9
 	VPSUBD    Y9, Y5, Y9
@@ -27204,9 +28636,9 @@ bf16nan66:
 	VCMPPS    $0x03, Y6, Y6, Y6
 	VBLENDVPS Y6, avx2bfnanlow<>+0(SB), Y5, Y5
 	VPACKUSDW Y5, Y9, Y9
-	JMP       bf16packed67
+	JMP       bf16packed64
 
-bf16nan68:
+bf16nan65:
 	VPAND     avx2bfkept<>+0(SB), Y7, Y5
 	VPCMPEQD  avx2bfkept<>+0(SB), Y5, Y5
 	VPSUBD    Y5, Y7, Y5
@@ -27222,7 +28654,187 @@ bf16nan68:
 	VCMPPS    $0x03, Y8, Y8, Y7
 	VBLENDVPS Y7, avx2bfnanlow<>+0(SB), Y6, Y6
 	VPACKUSDW Y6, Y5, Y5
-	JMP       bf16packed69
+	JMP       bf16packed66
+
+bf16nan70:
+	VPAND     avx2bfkept<>+0(SB), Y5, Y9
+	VPCMPEQD  avx2bfkept<>+0(SB), Y9, Y9
+	VPSUBD    Y9, Y5, Y9
+	VPADDD    avx2bfbias<>+0(SB), Y9, Y9
+	VPSRLD    $0x10, Y9, Y9
+	VCMPPS    $0x03, Y5, Y5, Y5
+	VBLENDVPS Y5, avx2bfnanlow<>+0(SB), Y9, Y9
+	VPAND     avx2bfkept<>+0(SB), Y6, Y5
+	VPCMPEQD  avx2bfkept<>+0(SB), Y5, Y5
+	VPSUBD    Y5, Y6, Y5
+	VPADDD    avx2bfbias<>+0(SB), Y5, Y5
+	VPSRLD    $0x10, Y5, Y5
+	VCMPPS    $0x03, Y6, Y6, Y6
+	VBLENDVPS Y6, avx2bfnanlow<>+0(SB), Y5, Y5
+	VPACKUSDW Y5, Y9, Y9
+	JMP       bf16packed71
+
+bf16nan72:
+	VPAND     avx2bfkept<>+0(SB), Y7, Y5
+	VPCMPEQD  avx2bfkept<>+0(SB), Y5, Y5
+	VPSUBD    Y5, Y7, Y5
+	VPADDD    avx2bfbias<>+0(SB), Y5, Y5
+	VPSRLD    $0x10, Y5, Y5
+	VCMPPS    $0x03, Y7, Y7, Y6
+	VBLENDVPS Y6, avx2bfnanlow<>+0(SB), Y5, Y5
+	VPAND     avx2bfkept<>+0(SB), Y8, Y6
+	VPCMPEQD  avx2bfkept<>+0(SB), Y6, Y6
+	VPSUBD    Y6, Y8, Y6
+	VPADDD    avx2bfbias<>+0(SB), Y6, Y6
+	VPSRLD    $0x10, Y6, Y6
+	VCMPPS    $0x03, Y8, Y8, Y7
+	VBLENDVPS Y7, avx2bfnanlow<>+0(SB), Y6, Y6
+	VPACKUSDW Y6, Y5, Y5
+	JMP       bf16packed73
+
+bf16nan76:
+	VPAND     avx2bfkept<>+0(SB), Y4, Y8
+	VPCMPEQD  avx2bfkept<>+0(SB), Y8, Y8
+	VPSUBD    Y8, Y4, Y8
+	VPADDD    avx2bfbias<>+0(SB), Y8, Y8
+	VPSRLD    $0x10, Y8, Y8
+	VCMPPS    $0x03, Y4, Y4, Y4
+	VBLENDVPS Y4, avx2bfnanlow<>+0(SB), Y8, Y8
+	VPAND     avx2bfkept<>+0(SB), Y5, Y4
+	VPCMPEQD  avx2bfkept<>+0(SB), Y4, Y4
+	VPSUBD    Y4, Y5, Y4
+	VPADDD    avx2bfbias<>+0(SB), Y4, Y4
+	VPSRLD    $0x10, Y4, Y4
+	VCMPPS    $0x03, Y5, Y5, Y5
+	VBLENDVPS Y5, avx2bfnanlow<>+0(SB), Y4, Y4
+	VPACKUSDW Y4, Y8, Y8
+	JMP       bf16packed77
+
+bf16nan78:
+	VPAND     avx2bfkept<>+0(SB), Y6, Y4
+	VPCMPEQD  avx2bfkept<>+0(SB), Y4, Y4
+	VPSUBD    Y4, Y6, Y4
+	VPADDD    avx2bfbias<>+0(SB), Y4, Y4
+	VPSRLD    $0x10, Y4, Y4
+	VCMPPS    $0x03, Y6, Y6, Y5
+	VBLENDVPS Y5, avx2bfnanlow<>+0(SB), Y4, Y4
+	VPAND     avx2bfkept<>+0(SB), Y7, Y5
+	VPCMPEQD  avx2bfkept<>+0(SB), Y5, Y5
+	VPSUBD    Y5, Y7, Y5
+	VPADDD    avx2bfbias<>+0(SB), Y5, Y5
+	VPSRLD    $0x10, Y5, Y5
+	VCMPPS    $0x03, Y7, Y7, Y6
+	VBLENDVPS Y6, avx2bfnanlow<>+0(SB), Y5, Y5
+	VPACKUSDW Y5, Y4, Y4
+	JMP       bf16packed79
+
+bf16nan82:
+	VPAND     avx2bfkept<>+0(SB), Y5, Y9
+	VPCMPEQD  avx2bfkept<>+0(SB), Y9, Y9
+	VPSUBD    Y9, Y5, Y9
+	VPADDD    avx2bfbias<>+0(SB), Y9, Y9
+	VPSRLD    $0x10, Y9, Y9
+	VCMPPS    $0x03, Y5, Y5, Y5
+	VBLENDVPS Y5, avx2bfnanlow<>+0(SB), Y9, Y9
+	VPAND     avx2bfkept<>+0(SB), Y6, Y5
+	VPCMPEQD  avx2bfkept<>+0(SB), Y5, Y5
+	VPSUBD    Y5, Y6, Y5
+	VPADDD    avx2bfbias<>+0(SB), Y5, Y5
+	VPSRLD    $0x10, Y5, Y5
+	VCMPPS    $0x03, Y6, Y6, Y6
+	VBLENDVPS Y6, avx2bfnanlow<>+0(SB), Y5, Y5
+	VPACKUSDW Y5, Y9, Y9
+	JMP       bf16packed83
+
+bf16nan84:
+	VPAND     avx2bfkept<>+0(SB), Y7, Y5
+	VPCMPEQD  avx2bfkept<>+0(SB), Y5, Y5
+	VPSUBD    Y5, Y7, Y5
+	VPADDD    avx2bfbias<>+0(SB), Y5, Y5
+	VPSRLD    $0x10, Y5, Y5
+	VCMPPS    $0x03, Y7, Y7, Y6
+	VBLENDVPS Y6, avx2bfnanlow<>+0(SB), Y5, Y5
+	VPAND     avx2bfkept<>+0(SB), Y8, Y6
+	VPCMPEQD  avx2bfkept<>+0(SB), Y6, Y6
+	VPSUBD    Y6, Y8, Y6
+	VPADDD    avx2bfbias<>+0(SB), Y6, Y6
+	VPSRLD    $0x10, Y6, Y6
+	VCMPPS    $0x03, Y8, Y8, Y7
+	VBLENDVPS Y7, avx2bfnanlow<>+0(SB), Y6, Y6
+	VPACKUSDW Y6, Y5, Y5
+	JMP       bf16packed85
+
+bf16nan88:
+	VPAND     avx2bfkept<>+0(SB), Y5, Y9
+	VPCMPEQD  avx2bfkept<>+0(SB), Y9, Y9
+	VPSUBD    Y9, Y5, Y9
+	VPADDD    avx2bfbias<>+0(SB), Y9, Y9
+	VPSRLD    $0x10, Y9, Y9
+	VCMPPS    $0x03, Y5, Y5, Y5
+	VBLENDVPS Y5, avx2bfnanlow<>+0(SB), Y9, Y9
+	VPAND     avx2bfkept<>+0(SB), Y6, Y5
+	VPCMPEQD  avx2bfkept<>+0(SB), Y5, Y5
+	VPSUBD    Y5, Y6, Y5
+	VPADDD    avx2bfbias<>+0(SB), Y5, Y5
+	VPSRLD    $0x10, Y5, Y5
+	VCMPPS    $0x03, Y6, Y6, Y6
+	VBLENDVPS Y6, avx2bfnanlow<>+0(SB), Y5, Y5
+	VPACKUSDW Y5, Y9, Y9
+	JMP       bf16packed89
+
+bf16nan90:
+	VPAND     avx2bfkept<>+0(SB), Y7, Y5
+	VPCMPEQD  avx2bfkept<>+0(SB), Y5, Y5
+	VPSUBD    Y5, Y7, Y5
+	VPADDD    avx2bfbias<>+0(SB), Y5, Y5
+	VPSRLD    $0x10, Y5, Y5
+	VCMPPS    $0x03, Y7, Y7, Y6
+	VBLENDVPS Y6, avx2bfnanlow<>+0(SB), Y5, Y5
+	VPAND     avx2bfkept<>+0(SB), Y8, Y6
+	VPCMPEQD  avx2bfkept<>+0(SB), Y6, Y6
+	VPSUBD    Y6, Y8, Y6
+	VPADDD    avx2bfbias<>+0(SB), Y6, Y6
+	VPSRLD    $0x10, Y6, Y6
+	VCMPPS    $0x03, Y8, Y8, Y7
+	VBLENDVPS Y7, avx2bfnanlow<>+0(SB), Y6, Y6
+	VPACKUSDW Y6, Y5, Y5
+	JMP       bf16packed91
+
+bf16nan93:
+	VPAND     avx2bfkept<>+0(SB), Y4, Y8
+	VPCMPEQD  avx2bfkept<>+0(SB), Y8, Y8
+	VPSUBD    Y8, Y4, Y8
+	VPADDD    avx2bfbias<>+0(SB), Y8, Y8
+	VPSRLD    $0x10, Y8, Y8
+	VCMPPS    $0x03, Y4, Y4, Y4
+	VBLENDVPS Y4, avx2bfnanlow<>+0(SB), Y8, Y8
+	VPAND     avx2bfkept<>+0(SB), Y5, Y4
+	VPCMPEQD  avx2bfkept<>+0(SB), Y4, Y4
+	VPSUBD    Y4, Y5, Y4
+	VPADDD    avx2bfbias<>+0(SB), Y4, Y4
+	VPSRLD    $0x10, Y4, Y4
+	VCMPPS    $0x03, Y5, Y5, Y5
+	VBLENDVPS Y5, avx2bfnanlow<>+0(SB), Y4, Y4
+	VPACKUSDW Y4, Y8, Y8
+	JMP       bf16packed94
+
+bf16nan95:
+	VPAND     avx2bfkept<>+0(SB), Y6, Y4
+	VPCMPEQD  avx2bfkept<>+0(SB), Y4, Y4
+	VPSUBD    Y4, Y6, Y4
+	VPADDD    avx2bfbias<>+0(SB), Y4, Y4
+	VPSRLD    $0x10, Y4, Y4
+	VCMPPS    $0x03, Y6, Y6, Y5
+	VBLENDVPS Y5, avx2bfnanlow<>+0(SB), Y4, Y4
+	VPAND     avx2bfkept<>+0(SB), Y7, Y5
+	VPCMPEQD  avx2bfkept<>+0(SB), Y5, Y5
+	VPSUBD    Y5, Y7, Y5
+	VPADDD    avx2bfbias<>+0(SB), Y5, Y5
+	VPSRLD    $0x10, Y5, Y5
+	VCMPPS    $0x03, Y7, Y7, Y6
+	VBLENDVPS Y6, avx2bfnanlow<>+0(SB), Y5, Y5
+	VPACKUSDW Y5, Y4, Y4
+	JMP       bf16packed96
 
 // func avx2ForwardToF16(j uintptr, from int, to int) int
 // Requires: AVX, AVX2, F16C, MMX+
@@ -28349,28 +29961,31 @@ longrows29:
 	ANDQ  R11, R12
 	ADDQ  DX, R10
 	MOVL  job_flags+0(AX), R11
+	TESTL $0x00000002, R11
+	JZ    scalenthw
+	TESTQ SI, SI
+	JZ    scalentloopnoweight
+	TESTL $0x00000010, R11
+	JNZ   scalentloopoffset
 
 	PCALIGN $32
 scalentloop:
 	CMPQ       R8, R9
 	JG         scaletail
-	TESTL      $0x00000002, R11
-	JZ         scalentloopnopf30
 	PREFETCHT0 (R10)(R8*4)
 	PREFETCHT0 64(R10)(R8*4)
 	TESTQ      R12, R12
-	JZ         noadd31
+	JZ         noadd30
 	PREFETCHT0 (R12)(R8*4)
 	PREFETCHT0 64(R12)(R8*4)
 
-noadd31:
-scalentloopnopf30:
+noadd30:
 	VMULPS    (DX)(R8*4), Y8, Y0
 	VMULPS    32(DX)(R8*4), Y8, Y1
 	VMULPS    64(DX)(R8*4), Y8, Y2
 	VMULPS    96(DX)(R8*4), Y8, Y3
 	TESTL     $0x00000008, job_flags+0(AX)
-	JZ        notrn32
+	JZ        notrn31
 	VCVTPS2PH $0x00, Y0, X0
 	VCVTPH2PS X0, Y0
 	VCVTPS2PH $0x00, Y1, X1
@@ -28380,17 +29995,89 @@ scalentloopnopf30:
 	VCVTPS2PH $0x00, Y3, X3
 	VCVTPH2PS X3, Y3
 
-notrn32:
-	TESTQ  SI, SI
-	JZ     weighed34
-	TESTL  $0x00000010, R11
-	JNZ    offset33
-	VMULPS (SI)(R8*4), Y0, Y0
-	VMULPS 32(SI)(R8*4), Y1, Y1
-	VMULPS 64(SI)(R8*4), Y2, Y2
-	VMULPS 96(SI)(R8*4), Y3, Y3
+notrn31:
+	VMULPS      (SI)(R8*4), Y0, Y0
+	VMULPS      32(SI)(R8*4), Y1, Y1
+	VCVTPS2PH   $0x00, Y0, X0
+	VCVTPS2PH   $0x00, Y1, X1
+	VINSERTI128 $0x01, X1, Y0, Y0
+	VMOVNTDQ    Y0, (CX)(R8*2)
+	VMULPS      64(SI)(R8*4), Y2, Y2
+	VMULPS      96(SI)(R8*4), Y3, Y3
+	VCVTPS2PH   $0x00, Y2, X2
+	VCVTPS2PH   $0x00, Y3, X3
+	VINSERTI128 $0x01, X3, Y2, Y2
+	VMOVNTDQ    Y2, 32(CX)(R8*2)
+	ADDQ        $0x00000020, R8
+	JMP         scalentloop
 
-weighed34:
+	PCALIGN $32
+scalentloopoffset:
+	CMPQ       R8, R9
+	JG         scaletail
+	PREFETCHT0 (R10)(R8*4)
+	PREFETCHT0 64(R10)(R8*4)
+	TESTQ      R12, R12
+	JZ         noadd32
+	PREFETCHT0 (R12)(R8*4)
+	PREFETCHT0 64(R12)(R8*4)
+
+noadd32:
+	VMULPS    (DX)(R8*4), Y8, Y0
+	VMULPS    32(DX)(R8*4), Y8, Y1
+	VMULPS    64(DX)(R8*4), Y8, Y2
+	VMULPS    96(DX)(R8*4), Y8, Y3
+	TESTL     $0x00000008, job_flags+0(AX)
+	JZ        notrn33
+	VCVTPS2PH $0x00, Y0, X0
+	VCVTPH2PS X0, Y0
+	VCVTPS2PH $0x00, Y1, X1
+	VCVTPH2PS X1, Y1
+	VCVTPS2PH $0x00, Y2, X2
+	VCVTPH2PS X2, Y2
+	VCVTPS2PH $0x00, Y3, X3
+	VCVTPH2PS X3, Y3
+
+notrn33:
+	VMOVUPS     (SI)(R8*4), Y4
+	VADDPS      Y9, Y4, Y4
+	VMULPS      Y4, Y0, Y0
+	VMOVUPS     32(SI)(R8*4), Y4
+	VADDPS      Y9, Y4, Y4
+	VMULPS      Y4, Y1, Y1
+	VCVTPS2PH   $0x00, Y0, X0
+	VCVTPS2PH   $0x00, Y1, X1
+	VINSERTI128 $0x01, X1, Y0, Y0
+	VMOVNTDQ    Y0, (CX)(R8*2)
+	VMOVUPS     64(SI)(R8*4), Y0
+	VADDPS      Y9, Y0, Y0
+	VMULPS      Y0, Y2, Y2
+	VMOVUPS     96(SI)(R8*4), Y0
+	VADDPS      Y9, Y0, Y0
+	VMULPS      Y0, Y3, Y3
+	VCVTPS2PH   $0x00, Y2, X2
+	VCVTPS2PH   $0x00, Y3, X3
+	VINSERTI128 $0x01, X3, Y2, Y2
+	VMOVNTDQ    Y2, 32(CX)(R8*2)
+	ADDQ        $0x00000020, R8
+	JMP         scalentloopoffset
+
+	PCALIGN $32
+scalentloopnoweight:
+	CMPQ       R8, R9
+	JG         scaletail
+	PREFETCHT0 (R10)(R8*4)
+	PREFETCHT0 64(R10)(R8*4)
+	TESTQ      R12, R12
+	JZ         noadd34
+	PREFETCHT0 (R12)(R8*4)
+	PREFETCHT0 64(R12)(R8*4)
+
+noadd34:
+	VMULPS      (DX)(R8*4), Y8, Y0
+	VMULPS      32(DX)(R8*4), Y8, Y1
+	VMULPS      64(DX)(R8*4), Y8, Y2
+	VMULPS      96(DX)(R8*4), Y8, Y3
 	VCVTPS2PH   $0x00, Y0, X0
 	VCVTPS2PH   $0x00, Y1, X1
 	VINSERTI128 $0x01, X1, Y0, Y0
@@ -28400,22 +30087,110 @@ weighed34:
 	VINSERTI128 $0x01, X3, Y2, Y2
 	VMOVNTDQ    Y2, 32(CX)(R8*2)
 	ADDQ        $0x00000020, R8
-	JMP         scalentloop
+	JMP         scalentloopnoweight
 
-offset33:
-	VMOVUPS (SI)(R8*4), Y4
-	VADDPS  Y9, Y4, Y4
-	VMULPS  Y4, Y0, Y0
-	VMOVUPS 32(SI)(R8*4), Y4
-	VADDPS  Y9, Y4, Y4
-	VMULPS  Y4, Y1, Y1
-	VMOVUPS 64(SI)(R8*4), Y4
-	VADDPS  Y9, Y4, Y4
-	VMULPS  Y4, Y2, Y2
-	VMOVUPS 96(SI)(R8*4), Y4
-	VADDPS  Y9, Y4, Y4
-	VMULPS  Y4, Y3, Y3
-	JMP     weighed34
+scalenthw:
+	TESTQ SI, SI
+	JZ    scalenthwloopnoweight
+	TESTL $0x00000010, R11
+	JNZ   scalenthwloopoffset
+
+	PCALIGN $32
+scalenthwloop:
+	CMPQ      R8, R9
+	JG        scaletail
+	VMULPS    (DX)(R8*4), Y8, Y0
+	VMULPS    32(DX)(R8*4), Y8, Y1
+	VMULPS    64(DX)(R8*4), Y8, Y2
+	VMULPS    96(DX)(R8*4), Y8, Y3
+	TESTL     $0x00000008, job_flags+0(AX)
+	JZ        notrn35
+	VCVTPS2PH $0x00, Y0, X0
+	VCVTPH2PS X0, Y0
+	VCVTPS2PH $0x00, Y1, X1
+	VCVTPH2PS X1, Y1
+	VCVTPS2PH $0x00, Y2, X2
+	VCVTPH2PS X2, Y2
+	VCVTPS2PH $0x00, Y3, X3
+	VCVTPH2PS X3, Y3
+
+notrn35:
+	VMULPS      (SI)(R8*4), Y0, Y0
+	VMULPS      32(SI)(R8*4), Y1, Y1
+	VCVTPS2PH   $0x00, Y0, X0
+	VCVTPS2PH   $0x00, Y1, X1
+	VINSERTI128 $0x01, X1, Y0, Y0
+	VMOVNTDQ    Y0, (CX)(R8*2)
+	VMULPS      64(SI)(R8*4), Y2, Y2
+	VMULPS      96(SI)(R8*4), Y3, Y3
+	VCVTPS2PH   $0x00, Y2, X2
+	VCVTPS2PH   $0x00, Y3, X3
+	VINSERTI128 $0x01, X3, Y2, Y2
+	VMOVNTDQ    Y2, 32(CX)(R8*2)
+	ADDQ        $0x00000020, R8
+	JMP         scalenthwloop
+
+	PCALIGN $32
+scalenthwloopoffset:
+	CMPQ      R8, R9
+	JG        scaletail
+	VMULPS    (DX)(R8*4), Y8, Y0
+	VMULPS    32(DX)(R8*4), Y8, Y1
+	VMULPS    64(DX)(R8*4), Y8, Y2
+	VMULPS    96(DX)(R8*4), Y8, Y3
+	TESTL     $0x00000008, job_flags+0(AX)
+	JZ        notrn36
+	VCVTPS2PH $0x00, Y0, X0
+	VCVTPH2PS X0, Y0
+	VCVTPS2PH $0x00, Y1, X1
+	VCVTPH2PS X1, Y1
+	VCVTPS2PH $0x00, Y2, X2
+	VCVTPH2PS X2, Y2
+	VCVTPS2PH $0x00, Y3, X3
+	VCVTPH2PS X3, Y3
+
+notrn36:
+	VMOVUPS     (SI)(R8*4), Y4
+	VADDPS      Y9, Y4, Y4
+	VMULPS      Y4, Y0, Y0
+	VMOVUPS     32(SI)(R8*4), Y4
+	VADDPS      Y9, Y4, Y4
+	VMULPS      Y4, Y1, Y1
+	VCVTPS2PH   $0x00, Y0, X0
+	VCVTPS2PH   $0x00, Y1, X1
+	VINSERTI128 $0x01, X1, Y0, Y0
+	VMOVNTDQ    Y0, (CX)(R8*2)
+	VMOVUPS     64(SI)(R8*4), Y0
+	VADDPS      Y9, Y0, Y0
+	VMULPS      Y0, Y2, Y2
+	VMOVUPS     96(SI)(R8*4), Y0
+	VADDPS      Y9, Y0, Y0
+	VMULPS      Y0, Y3, Y3
+	VCVTPS2PH   $0x00, Y2, X2
+	VCVTPS2PH   $0x00, Y3, X3
+	VINSERTI128 $0x01, X3, Y2, Y2
+	VMOVNTDQ    Y2, 32(CX)(R8*2)
+	ADDQ        $0x00000020, R8
+	JMP         scalenthwloopoffset
+
+	PCALIGN $32
+scalenthwloopnoweight:
+	CMPQ        R8, R9
+	JG          scaletail
+	VMULPS      (DX)(R8*4), Y8, Y0
+	VMULPS      32(DX)(R8*4), Y8, Y1
+	VMULPS      64(DX)(R8*4), Y8, Y2
+	VMULPS      96(DX)(R8*4), Y8, Y3
+	VCVTPS2PH   $0x00, Y0, X0
+	VCVTPS2PH   $0x00, Y1, X1
+	VINSERTI128 $0x01, X1, Y0, Y0
+	VMOVNTDQ    Y0, (CX)(R8*2)
+	VCVTPS2PH   $0x00, Y2, X2
+	VCVTPS2PH   $0x00, Y3, X3
+	VINSERTI128 $0x01, X3, Y2, Y2
+	VMOVNTDQ    Y2, 32(CX)(R8*2)
+	ADDQ        $0x00000020, R8
+	JMP         scalenthwloopnoweight
 
 scaletail:
 	ADDQ $0x00000018, R9
@@ -28425,18 +30200,18 @@ scaleone:
 	JG        scalepart
 	VMULPS    (DX)(R8*4), Y8, Y0
 	TESTL     $0x00000008, job_flags+0(AX)
-	JZ        notrn35
+	JZ        notrn37
 	VCVTPS2PH $0x00, Y0, X0
 	VCVTPH2PS X0, Y0
 
-notrn35:
+notrn37:
 	TESTQ   SI, SI
-	JZ      noweight36
+	JZ      noweight38
 	VMOVUPS (SI)(R8*4), Y1
 	VADDPS  Y9, Y1, Y1
 	VMULPS  Y1, Y0, Y0
 
-noweight36:
+noweight38:
 	VCVTPS2PH $0x00, Y0, (CX)(R8*2)
 	ADDQ      $0x00000008, R8
 	JMP       scaleone
@@ -28454,70 +30229,70 @@ partout:
 	XORQ R13, R13
 	SUBQ $0x00000008, R14
 
-copyvec37:
+copyvec39:
 	CMPQ    R13, R14
-	JG      copyone38
+	JG      copyone40
 	VMOVUPS (R11)(R13*4), Y0
 	VMOVUPS Y0, (R12)(R13*4)
 	ADDQ    $0x00000008, R13
-	JMP     copyvec37
+	JMP     copyvec39
 
-copyone38:
+copyone40:
 	ADDQ $0x00000008, R14
 
-copyloop40:
+copyloop42:
 	CMPQ R13, R14
-	JGE  copied39
+	JGE  copied41
 	MOVL (R11)(R13*4), R15
 	MOVL R15, (R12)(R13*4)
 	INCQ R13
-	JMP  copyloop40
+	JMP  copyloop42
 
-copied39:
+copied41:
 	TESTQ SI, SI
-	JZ    nowcopy41
+	JZ    nowcopy43
 	LEAQ  (SI)(R8*4), R11
 	LEAQ  160(SP), R12
 	MOVQ  R10, R14
 	XORQ  R13, R13
 	SUBQ  $0x00000008, R14
 
-copyvec42:
+copyvec44:
 	CMPQ    R13, R14
-	JG      copyone43
+	JG      copyone45
 	VMOVUPS (R11)(R13*4), Y0
 	VMOVUPS Y0, (R12)(R13*4)
 	ADDQ    $0x00000008, R13
-	JMP     copyvec42
+	JMP     copyvec44
 
-copyone43:
+copyone45:
 	ADDQ $0x00000008, R14
 
-copyloop45:
+copyloop47:
 	CMPQ R13, R14
-	JGE  copied44
+	JGE  copied46
 	MOVL (R11)(R13*4), R15
 	MOVL R15, (R12)(R13*4)
 	INCQ R13
-	JMP  copyloop45
+	JMP  copyloop47
 
-copied44:
-nowcopy41:
+copied46:
+nowcopy43:
 	VMOVUPS   128(SP), Y0
 	VMULPS    Y0, Y8, Y0
 	TESTL     $0x00000008, job_flags+0(AX)
-	JZ        notrn46
+	JZ        notrn48
 	VCVTPS2PH $0x00, Y0, X0
 	VCVTPH2PS X0, Y0
 
-notrn46:
+notrn48:
 	TESTQ   SI, SI
-	JZ      noweight47
+	JZ      noweight49
 	VMOVUPS 160(SP), Y1
 	VADDPS  Y9, Y1, Y1
 	VMULPS  Y1, Y0, Y0
 
-noweight47:
+noweight49:
 	VCVTPS2PH $0x00, Y0, 192(SP)
 	LEAQ      192(SP), R12
 	LEAQ      (CX)(R8*2), R11
@@ -28525,26 +30300,26 @@ noweight47:
 	XORQ      R13, R13
 	SUBQ      $0x00000010, R14
 
-copyvec48:
+copyvec50:
 	CMPQ    R13, R14
-	JG      copyone49
+	JG      copyone51
 	VMOVUPS (R12)(R13*2), Y0
 	VMOVUPS Y0, (R11)(R13*2)
 	ADDQ    $0x00000010, R13
-	JMP     copyvec48
+	JMP     copyvec50
 
-copyone49:
+copyone51:
 	ADDQ $0x00000010, R14
 
-copyloop51:
+copyloop53:
 	CMPQ R13, R14
-	JGE  copied50
+	JGE  copied52
 	MOVW (R12)(R13*2), R15
 	MOVW R15, (R11)(R13*2)
 	INCQ R13
-	JMP  copyloop51
+	JMP  copyloop53
 
-copied50:
+copied52:
 	ADDQ R10, R8
 	CMPQ R8, job_d+0(AX)
 	JB   scalentgo
@@ -30311,6 +32086,10 @@ longrows39:
 	ANDQ  R11, R12
 	ADDQ  DX, R10
 	MOVL  job_flags+0(AX), R11
+	TESTQ SI, SI
+	JZ    scalentloopnoweight
+	TESTL $0x00000010, R11
+	JNZ   scalentloopoffset
 
 	PCALIGN $32
 scalentloop:
@@ -30336,25 +32115,19 @@ noadd40:
 	VMOVUPS 96(DX)(R8*4), Y4
 	VSUBPS  Y1, Y4, Y4
 	VMULPS  Y9, Y4, Y4
-	TESTQ   SI, SI
-	JZ      weighed42
-	TESTL   $0x00000010, R11
-	JNZ     offset41
 	VMULPS  (SI)(R8*4), Y0, Y0
 	VMULPS  32(SI)(R8*4), Y2, Y2
 	VMULPS  64(SI)(R8*4), Y3, Y3
 	VMULPS  96(SI)(R8*4), Y4, Y4
+	MOVQ    job_bias+0(AX), R11
+	TESTQ   R11, R11
+	JZ      nobias41
+	VADDPS  (R11)(R8*4), Y0, Y0
+	VADDPS  32(R11)(R8*4), Y2, Y2
+	VADDPS  64(R11)(R8*4), Y3, Y3
+	VADDPS  96(R11)(R8*4), Y4, Y4
 
-weighed42:
-	MOVQ   job_bias+0(AX), R13
-	TESTQ  R13, R13
-	JZ     nobias43
-	VADDPS (R13)(R8*4), Y0, Y0
-	VADDPS 32(R13)(R8*4), Y2, Y2
-	VADDPS 64(R13)(R8*4), Y3, Y3
-	VADDPS 96(R13)(R8*4), Y4, Y4
-
-nobias43:
+nobias41:
 	VMOVNTPS Y0, (CX)(R8*4)
 	VMOVNTPS Y2, 32(CX)(R8*4)
 	VMOVNTPS Y3, 64(CX)(R8*4)
@@ -30362,7 +32135,30 @@ nobias43:
 	ADDQ     $0x00000020, R8
 	JMP      scalentloop
 
-offset41:
+	PCALIGN $32
+scalentloopoffset:
+	CMPQ       R8, R9
+	JG         scaletail
+	PREFETCHT0 (R10)(R8*4)
+	PREFETCHT0 64(R10)(R8*4)
+	TESTQ      R12, R12
+	JZ         noadd42
+	PREFETCHT0 (R12)(R8*4)
+	PREFETCHT0 64(R12)(R8*4)
+
+noadd42:
+	VMOVUPS (DX)(R8*4), Y0
+	VSUBPS  Y1, Y0, Y0
+	VMULPS  Y9, Y0, Y0
+	VMOVUPS 32(DX)(R8*4), Y2
+	VSUBPS  Y1, Y2, Y2
+	VMULPS  Y9, Y2, Y2
+	VMOVUPS 64(DX)(R8*4), Y3
+	VSUBPS  Y1, Y3, Y3
+	VMULPS  Y9, Y3, Y3
+	VMOVUPS 96(DX)(R8*4), Y4
+	VSUBPS  Y1, Y4, Y4
+	VMULPS  Y9, Y4, Y4
 	VMOVUPS (SI)(R8*4), Y5
 	VADDPS  Y10, Y5, Y5
 	VMULPS  Y5, Y0, Y0
@@ -30375,7 +32171,61 @@ offset41:
 	VMOVUPS 96(SI)(R8*4), Y5
 	VADDPS  Y10, Y5, Y5
 	VMULPS  Y5, Y4, Y4
-	JMP     weighed42
+	MOVQ    job_bias+0(AX), R11
+	TESTQ   R11, R11
+	JZ      nobias43
+	VADDPS  (R11)(R8*4), Y0, Y0
+	VADDPS  32(R11)(R8*4), Y2, Y2
+	VADDPS  64(R11)(R8*4), Y3, Y3
+	VADDPS  96(R11)(R8*4), Y4, Y4
+
+nobias43:
+	VMOVNTPS Y0, (CX)(R8*4)
+	VMOVNTPS Y2, 32(CX)(R8*4)
+	VMOVNTPS Y3, 64(CX)(R8*4)
+	VMOVNTPS Y4, 96(CX)(R8*4)
+	ADDQ     $0x00000020, R8
+	JMP      scalentloopoffset
+
+	PCALIGN $32
+scalentloopnoweight:
+	CMPQ       R8, R9
+	JG         scaletail
+	PREFETCHT0 (R10)(R8*4)
+	PREFETCHT0 64(R10)(R8*4)
+	TESTQ      R12, R12
+	JZ         noadd44
+	PREFETCHT0 (R12)(R8*4)
+	PREFETCHT0 64(R12)(R8*4)
+
+noadd44:
+	VMOVUPS (DX)(R8*4), Y0
+	VSUBPS  Y1, Y0, Y0
+	VMULPS  Y9, Y0, Y0
+	VMOVUPS 32(DX)(R8*4), Y2
+	VSUBPS  Y1, Y2, Y2
+	VMULPS  Y9, Y2, Y2
+	VMOVUPS 64(DX)(R8*4), Y3
+	VSUBPS  Y1, Y3, Y3
+	VMULPS  Y9, Y3, Y3
+	VMOVUPS 96(DX)(R8*4), Y4
+	VSUBPS  Y1, Y4, Y4
+	VMULPS  Y9, Y4, Y4
+	MOVQ    job_bias+0(AX), R11
+	TESTQ   R11, R11
+	JZ      nobias45
+	VADDPS  (R11)(R8*4), Y0, Y0
+	VADDPS  32(R11)(R8*4), Y2, Y2
+	VADDPS  64(R11)(R8*4), Y3, Y3
+	VADDPS  96(R11)(R8*4), Y4, Y4
+
+nobias45:
+	VMOVNTPS Y0, (CX)(R8*4)
+	VMOVNTPS Y2, 32(CX)(R8*4)
+	VMOVNTPS Y3, 64(CX)(R8*4)
+	VMOVNTPS Y4, 96(CX)(R8*4)
+	ADDQ     $0x00000020, R8
+	JMP      scalentloopnoweight
 
 scaletail:
 	ADDQ $0x00000018, R9
@@ -30387,18 +32237,18 @@ scaleone:
 	VSUBPS  Y1, Y0, Y0
 	VMULPS  Y9, Y0, Y0
 	TESTQ   SI, SI
-	JZ      noweight44
+	JZ      noweight46
 	VMOVUPS (SI)(R8*4), Y2
 	VADDPS  Y10, Y2, Y2
 	VMULPS  Y2, Y0, Y0
 
-noweight44:
+noweight46:
 	MOVQ   job_bias+0(AX), R10
 	TESTQ  R10, R10
-	JZ     nobias45
+	JZ     nobias47
 	VADDPS (R10)(R8*4), Y0, Y0
 
-nobias45:
+nobias47:
 	VMOVUPS Y0, (CX)(R8*4)
 	ADDQ    $0x00000008, R8
 	JMP     scaleone
@@ -30416,101 +32266,101 @@ partout:
 	XORQ R13, R13
 	SUBQ $0x00000008, R14
 
-copyvec46:
+copyvec48:
 	CMPQ    R13, R14
-	JG      copyone47
+	JG      copyone49
 	VMOVUPS (R11)(R13*4), Y0
 	VMOVUPS Y0, (R12)(R13*4)
 	ADDQ    $0x00000008, R13
-	JMP     copyvec46
+	JMP     copyvec48
 
-copyone47:
+copyone49:
 	ADDQ $0x00000008, R14
 
-copyloop49:
+copyloop51:
 	CMPQ R13, R14
-	JGE  copied48
+	JGE  copied50
 	MOVL (R11)(R13*4), R15
 	MOVL R15, (R12)(R13*4)
 	INCQ R13
-	JMP  copyloop49
+	JMP  copyloop51
 
-copied48:
+copied50:
 	TESTQ SI, SI
-	JZ    nowcopy50
+	JZ    nowcopy52
 	LEAQ  (SI)(R8*4), R11
 	LEAQ  160(SP), R12
 	MOVQ  R10, R14
 	XORQ  R13, R13
 	SUBQ  $0x00000008, R14
 
-copyvec51:
+copyvec53:
 	CMPQ    R13, R14
-	JG      copyone52
+	JG      copyone54
 	VMOVUPS (R11)(R13*4), Y0
 	VMOVUPS Y0, (R12)(R13*4)
 	ADDQ    $0x00000008, R13
-	JMP     copyvec51
+	JMP     copyvec53
 
-copyone52:
+copyone54:
 	ADDQ $0x00000008, R14
 
-copyloop54:
+copyloop56:
 	CMPQ R13, R14
-	JGE  copied53
+	JGE  copied55
 	MOVL (R11)(R13*4), R15
 	MOVL R15, (R12)(R13*4)
 	INCQ R13
-	JMP  copyloop54
+	JMP  copyloop56
 
-copied53:
-nowcopy50:
+copied55:
+nowcopy52:
 	MOVQ  job_bias+0(AX), R11
 	TESTQ R11, R11
-	JZ    nobiascopy55
+	JZ    nobiascopy57
 	LEAQ  (R11)(R8*4), R11
 	LEAQ  224(SP), R12
 	MOVQ  R10, R14
 	XORQ  R13, R13
 	SUBQ  $0x00000008, R14
 
-copyvec56:
+copyvec58:
 	CMPQ    R13, R14
-	JG      copyone57
+	JG      copyone59
 	VMOVUPS (R11)(R13*4), Y0
 	VMOVUPS Y0, (R12)(R13*4)
 	ADDQ    $0x00000008, R13
-	JMP     copyvec56
+	JMP     copyvec58
 
-copyone57:
+copyone59:
 	ADDQ $0x00000008, R14
 
-copyloop59:
+copyloop61:
 	CMPQ R13, R14
-	JGE  copied58
+	JGE  copied60
 	MOVL (R11)(R13*4), R15
 	MOVL R15, (R12)(R13*4)
 	INCQ R13
-	JMP  copyloop59
+	JMP  copyloop61
 
-copied58:
-nobiascopy55:
+copied60:
+nobiascopy57:
 	VMOVUPS 128(SP), Y0
 	VSUBPS  Y1, Y0, Y0
 	VMULPS  Y0, Y9, Y0
 	TESTQ   SI, SI
-	JZ      noweight60
+	JZ      noweight62
 	VMOVUPS 160(SP), Y2
 	VADDPS  Y10, Y2, Y2
 	VMULPS  Y2, Y0, Y0
 
-noweight60:
+noweight62:
 	MOVQ   job_bias+0(AX), R11
 	TESTQ  R11, R11
-	JZ     nobias61
+	JZ     nobias63
 	VADDPS 224(SP), Y0, Y0
 
-nobias61:
+nobias63:
 	VMOVUPS Y0, 192(SP)
 	LEAQ    192(SP), R12
 	LEAQ    (CX)(R8*4), R11
@@ -30518,26 +32368,26 @@ nobias61:
 	XORQ    R13, R13
 	SUBQ    $0x00000008, R14
 
-copyvec62:
+copyvec64:
 	CMPQ    R13, R14
-	JG      copyone63
+	JG      copyone65
 	VMOVUPS (R12)(R13*4), Y0
 	VMOVUPS Y0, (R11)(R13*4)
 	ADDQ    $0x00000008, R13
-	JMP     copyvec62
+	JMP     copyvec64
 
-copyone63:
+copyone65:
 	ADDQ $0x00000008, R14
 
-copyloop65:
+copyloop67:
 	CMPQ R13, R14
-	JGE  copied64
+	JGE  copied66
 	MOVL (R12)(R13*4), R15
 	MOVL R15, (R11)(R13*4)
 	INCQ R13
-	JMP  copyloop65
+	JMP  copyloop67
 
-copied64:
+copied66:
 	ADDQ R10, R8
 	CMPQ R8, job_d+0(AX)
 	JB   scalentgo
@@ -36373,6 +38223,10 @@ longrows75:
 	ANDQ    R11, R12
 	ADDQ    DX, R10
 	MOVL    job_flags+0(AX), R11
+	TESTQ   SI, SI
+	JZ      scalentloopnoweight
+	TESTL   $0x00000010, R11
+	JNZ     scalentloopoffset
 	VMOVDQU avx2bfkept<>+0(SB), Y3
 	VMOVDQU avx2bfbias<>+0(SB), Y4
 	VMOVDQU avx2bfhigh<>+0(SB), Y5
@@ -36424,28 +38278,22 @@ noadd77:
 	VPAND    Y5, Y10, Y9
 
 notrn78:
-	TESTQ  SI, SI
-	JZ     weighed80
-	TESTL  $0x00000010, R11
-	JNZ    offset79
 	VMULPS (SI)(R8*4), Y6, Y6
 	VMULPS 32(SI)(R8*4), Y7, Y7
 	VMULPS 64(SI)(R8*4), Y8, Y8
 	VMULPS 96(SI)(R8*4), Y9, Y9
+	MOVQ   job_bias+0(AX), R11
+	TESTQ  R11, R11
+	JZ     nobias79
+	VADDPS (R11)(R8*4), Y6, Y6
+	VADDPS 32(R11)(R8*4), Y7, Y7
+	VADDPS 64(R11)(R8*4), Y8, Y8
+	VADDPS 96(R11)(R8*4), Y9, Y9
 
-weighed80:
-	MOVQ   job_bias+0(AX), R13
-	TESTQ  R13, R13
-	JZ     nobias81
-	VADDPS (R13)(R8*4), Y6, Y6
-	VADDPS 32(R13)(R8*4), Y7, Y7
-	VADDPS 64(R13)(R8*4), Y8, Y8
-	VADDPS 96(R13)(R8*4), Y9, Y9
-
-nobias81:
+nobias79:
 	VCMPPS    $0x03, Y7, Y6, Y10
 	VPTEST    Y10, Y10
-	JNZ       bf16nan82
+	JNZ       bf16nan80
 	VPAND     Y3, Y6, Y10
 	VPCMPEQD  Y3, Y10, Y10
 	VPSUBD    Y10, Y6, Y10
@@ -36458,12 +38306,12 @@ nobias81:
 	VPSRLD    $0x10, Y6, Y6
 	VPACKUSDW Y6, Y10, Y10
 
-bf16packed83:
+bf16packed81:
 	VPERMQ    $0xd8, Y10, Y10
 	VMOVNTDQ  Y10, (CX)(R8*2)
 	VCMPPS    $0x03, Y9, Y8, Y6
 	VPTEST    Y6, Y6
-	JNZ       bf16nan84
+	JNZ       bf16nan82
 	VPAND     Y3, Y8, Y6
 	VPCMPEQD  Y3, Y6, Y6
 	VPSUBD    Y6, Y8, Y6
@@ -36476,13 +38324,65 @@ bf16packed83:
 	VPSRLD    $0x10, Y7, Y7
 	VPACKUSDW Y7, Y6, Y6
 
-bf16packed85:
+bf16packed83:
 	VPERMQ   $0xd8, Y6, Y6
 	VMOVNTDQ Y6, 32(CX)(R8*2)
 	ADDQ     $0x00000020, R8
 	JMP      scalentloopiter76
 
-offset79:
+	PCALIGN $32
+scalentloopoffset:
+	VMOVDQU avx2bfkept<>+0(SB), Y3
+	VMOVDQU avx2bfbias<>+0(SB), Y4
+	VMOVDQU avx2bfhigh<>+0(SB), Y5
+
+scalentloopoffsetiter84:
+	CMPQ       R8, R9
+	JG         scaletail
+	PREFETCHT0 (R10)(R8*4)
+	PREFETCHT0 64(R10)(R8*4)
+	TESTQ      R12, R12
+	JZ         noadd85
+	PREFETCHT0 (R12)(R8*4)
+	PREFETCHT0 64(R12)(R8*4)
+
+noadd85:
+	VMOVUPS  (DX)(R8*4), Y6
+	VSUBPS   Y1, Y6, Y6
+	VMULPS   Y2, Y6, Y6
+	VMOVUPS  32(DX)(R8*4), Y7
+	VSUBPS   Y1, Y7, Y7
+	VMULPS   Y2, Y7, Y7
+	VMOVUPS  64(DX)(R8*4), Y8
+	VSUBPS   Y1, Y8, Y8
+	VMULPS   Y2, Y8, Y8
+	VMOVUPS  96(DX)(R8*4), Y9
+	VSUBPS   Y1, Y9, Y9
+	VMULPS   Y2, Y9, Y9
+	TESTL    $0x00000008, job_flags+0(AX)
+	JZ       notrn86
+	VPAND    Y3, Y6, Y10
+	VPCMPEQD Y3, Y10, Y10
+	VPSUBD   Y10, Y6, Y10
+	VPADDD   Y4, Y10, Y10
+	VPAND    Y5, Y10, Y6
+	VPAND    Y3, Y7, Y10
+	VPCMPEQD Y3, Y10, Y10
+	VPSUBD   Y10, Y7, Y10
+	VPADDD   Y4, Y10, Y10
+	VPAND    Y5, Y10, Y7
+	VPAND    Y3, Y8, Y10
+	VPCMPEQD Y3, Y10, Y10
+	VPSUBD   Y10, Y8, Y10
+	VPADDD   Y4, Y10, Y10
+	VPAND    Y5, Y10, Y8
+	VPAND    Y3, Y9, Y10
+	VPCMPEQD Y3, Y10, Y10
+	VPSUBD   Y10, Y9, Y10
+	VPADDD   Y4, Y10, Y10
+	VPAND    Y5, Y10, Y9
+
+notrn86:
 	VMOVUPS (SI)(R8*4), Y10
 	VADDPS  Y0, Y10, Y10
 	VMULPS  Y10, Y6, Y6
@@ -36495,7 +38395,129 @@ offset79:
 	VMOVUPS 96(SI)(R8*4), Y10
 	VADDPS  Y0, Y10, Y10
 	VMULPS  Y10, Y9, Y9
-	JMP     weighed80
+	MOVQ    job_bias+0(AX), R11
+	TESTQ   R11, R11
+	JZ      nobias87
+	VADDPS  (R11)(R8*4), Y6, Y6
+	VADDPS  32(R11)(R8*4), Y7, Y7
+	VADDPS  64(R11)(R8*4), Y8, Y8
+	VADDPS  96(R11)(R8*4), Y9, Y9
+
+nobias87:
+	VCMPPS    $0x03, Y7, Y6, Y10
+	VPTEST    Y10, Y10
+	JNZ       bf16nan88
+	VPAND     Y3, Y6, Y10
+	VPCMPEQD  Y3, Y10, Y10
+	VPSUBD    Y10, Y6, Y10
+	VPADDD    Y4, Y10, Y10
+	VPSRLD    $0x10, Y10, Y10
+	VPAND     Y3, Y7, Y6
+	VPCMPEQD  Y3, Y6, Y6
+	VPSUBD    Y6, Y7, Y6
+	VPADDD    Y4, Y6, Y6
+	VPSRLD    $0x10, Y6, Y6
+	VPACKUSDW Y6, Y10, Y10
+
+bf16packed89:
+	VPERMQ    $0xd8, Y10, Y10
+	VMOVNTDQ  Y10, (CX)(R8*2)
+	VCMPPS    $0x03, Y9, Y8, Y6
+	VPTEST    Y6, Y6
+	JNZ       bf16nan90
+	VPAND     Y3, Y8, Y6
+	VPCMPEQD  Y3, Y6, Y6
+	VPSUBD    Y6, Y8, Y6
+	VPADDD    Y4, Y6, Y6
+	VPSRLD    $0x10, Y6, Y6
+	VPAND     Y3, Y9, Y7
+	VPCMPEQD  Y3, Y7, Y7
+	VPSUBD    Y7, Y9, Y7
+	VPADDD    Y4, Y7, Y7
+	VPSRLD    $0x10, Y7, Y7
+	VPACKUSDW Y7, Y6, Y6
+
+bf16packed91:
+	VPERMQ   $0xd8, Y6, Y6
+	VMOVNTDQ Y6, 32(CX)(R8*2)
+	ADDQ     $0x00000020, R8
+	JMP      scalentloopoffsetiter84
+
+	PCALIGN $32
+scalentloopnoweight:
+	VMOVDQU avx2bfkept<>+0(SB), Y3
+	VMOVDQU avx2bfbias<>+0(SB), Y4
+
+scalentloopnoweightiter92:
+	CMPQ       R8, R9
+	JG         scaletail
+	PREFETCHT0 (R10)(R8*4)
+	PREFETCHT0 64(R10)(R8*4)
+	TESTQ      R12, R12
+	JZ         noadd93
+	PREFETCHT0 (R12)(R8*4)
+	PREFETCHT0 64(R12)(R8*4)
+
+noadd93:
+	VMOVUPS (DX)(R8*4), Y5
+	VSUBPS  Y1, Y5, Y5
+	VMULPS  Y2, Y5, Y5
+	VMOVUPS 32(DX)(R8*4), Y6
+	VSUBPS  Y1, Y6, Y6
+	VMULPS  Y2, Y6, Y6
+	VMOVUPS 64(DX)(R8*4), Y7
+	VSUBPS  Y1, Y7, Y7
+	VMULPS  Y2, Y7, Y7
+	VMOVUPS 96(DX)(R8*4), Y8
+	VSUBPS  Y1, Y8, Y8
+	VMULPS  Y2, Y8, Y8
+	MOVQ    job_bias+0(AX), R11
+	TESTQ   R11, R11
+	JZ      nobias94
+	VADDPS  (R11)(R8*4), Y5, Y5
+	VADDPS  32(R11)(R8*4), Y6, Y6
+	VADDPS  64(R11)(R8*4), Y7, Y7
+	VADDPS  96(R11)(R8*4), Y8, Y8
+
+nobias94:
+	VCMPPS    $0x03, Y6, Y5, Y9
+	VPTEST    Y9, Y9
+	JNZ       bf16nan95
+	VPAND     Y3, Y5, Y9
+	VPCMPEQD  Y3, Y9, Y9
+	VPSUBD    Y9, Y5, Y9
+	VPADDD    Y4, Y9, Y9
+	VPSRLD    $0x10, Y9, Y9
+	VPAND     Y3, Y6, Y5
+	VPCMPEQD  Y3, Y5, Y5
+	VPSUBD    Y5, Y6, Y5
+	VPADDD    Y4, Y5, Y5
+	VPSRLD    $0x10, Y5, Y5
+	VPACKUSDW Y5, Y9, Y9
+
+bf16packed96:
+	VPERMQ    $0xd8, Y9, Y9
+	VMOVNTDQ  Y9, (CX)(R8*2)
+	VCMPPS    $0x03, Y8, Y7, Y5
+	VPTEST    Y5, Y5
+	JNZ       bf16nan97
+	VPAND     Y3, Y7, Y5
+	VPCMPEQD  Y3, Y5, Y5
+	VPSUBD    Y5, Y7, Y5
+	VPADDD    Y4, Y5, Y5
+	VPSRLD    $0x10, Y5, Y5
+	VPAND     Y3, Y8, Y6
+	VPCMPEQD  Y3, Y6, Y6
+	VPSUBD    Y6, Y8, Y6
+	VPADDD    Y4, Y6, Y6
+	VPSRLD    $0x10, Y6, Y6
+	VPACKUSDW Y6, Y5, Y5
+
+bf16packed98:
+	VPERMQ   $0xd8, Y5, Y5
+	VMOVNTDQ Y5, 32(CX)(R8*2)
+	ADDQ     $0x00000020, R8
+	JMP      scalentloopnoweightiter92
 
 scaletail:
 	ADDQ $0x00000018, R9
@@ -36507,7 +38529,7 @@ scaleone:
 	VSUBPS    Y1, Y3, Y3
 	VMULPS    Y2, Y3, Y3
 	TESTL     $0x00000008, job_flags+0(AX)
-	JZ        notrn86
+	JZ        notrn99
 	VPAND     avx2bfkept<>+0(SB), Y3, Y4
 	VPCMPEQD  avx2bfkept<>+0(SB), Y4, Y4
 	VPSUBD    Y4, Y3, Y4
@@ -36516,20 +38538,20 @@ scaleone:
 	VCMPPS    $0x03, Y3, Y3, Y3
 	VBLENDVPS Y3, avx2bfnanhigh<>+0(SB), Y4, Y3
 
-notrn86:
+notrn99:
 	TESTQ   SI, SI
-	JZ      noweight87
+	JZ      noweight100
 	VMOVUPS (SI)(R8*4), Y4
 	VADDPS  Y0, Y4, Y4
 	VMULPS  Y4, Y3, Y3
 
-noweight87:
+noweight100:
 	MOVQ   job_bias+0(AX), R10
 	TESTQ  R10, R10
-	JZ     nobias88
+	JZ     nobias101
 	VADDPS (R10)(R8*4), Y3, Y3
 
-nobias88:
+nobias101:
 	VPAND        avx2bfkept<>+0(SB), Y3, Y4
 	VPCMPEQD     avx2bfkept<>+0(SB), Y4, Y4
 	VPSUBD       Y4, Y3, Y4
@@ -36556,90 +38578,90 @@ partout:
 	XORQ R13, R13
 	SUBQ $0x00000008, R14
 
-copyvec89:
+copyvec102:
 	CMPQ    R13, R14
-	JG      copyone90
+	JG      copyone103
 	VMOVUPS (R11)(R13*4), Y3
 	VMOVUPS Y3, (R12)(R13*4)
 	ADDQ    $0x00000008, R13
-	JMP     copyvec89
+	JMP     copyvec102
 
-copyone90:
+copyone103:
 	ADDQ $0x00000008, R14
 
-copyloop92:
+copyloop105:
 	CMPQ R13, R14
-	JGE  copied91
+	JGE  copied104
 	MOVL (R11)(R13*4), R15
 	MOVL R15, (R12)(R13*4)
 	INCQ R13
-	JMP  copyloop92
+	JMP  copyloop105
 
-copied91:
+copied104:
 	TESTQ SI, SI
-	JZ    nowcopy93
+	JZ    nowcopy106
 	LEAQ  (SI)(R8*4), R11
 	LEAQ  160(SP), R12
 	MOVQ  R10, R14
 	XORQ  R13, R13
 	SUBQ  $0x00000008, R14
 
-copyvec94:
+copyvec107:
 	CMPQ    R13, R14
-	JG      copyone95
+	JG      copyone108
 	VMOVUPS (R11)(R13*4), Y3
 	VMOVUPS Y3, (R12)(R13*4)
 	ADDQ    $0x00000008, R13
-	JMP     copyvec94
+	JMP     copyvec107
 
-copyone95:
+copyone108:
 	ADDQ $0x00000008, R14
 
-copyloop97:
+copyloop110:
 	CMPQ R13, R14
-	JGE  copied96
+	JGE  copied109
 	MOVL (R11)(R13*4), R15
 	MOVL R15, (R12)(R13*4)
 	INCQ R13
-	JMP  copyloop97
+	JMP  copyloop110
 
-copied96:
-nowcopy93:
+copied109:
+nowcopy106:
 	MOVQ  job_bias+0(AX), R11
 	TESTQ R11, R11
-	JZ    nobiascopy98
+	JZ    nobiascopy111
 	LEAQ  (R11)(R8*4), R11
 	LEAQ  224(SP), R12
 	MOVQ  R10, R14
 	XORQ  R13, R13
 	SUBQ  $0x00000008, R14
 
-copyvec99:
+copyvec112:
 	CMPQ    R13, R14
-	JG      copyone100
+	JG      copyone113
 	VMOVUPS (R11)(R13*4), Y3
 	VMOVUPS Y3, (R12)(R13*4)
 	ADDQ    $0x00000008, R13
-	JMP     copyvec99
+	JMP     copyvec112
 
-copyone100:
+copyone113:
 	ADDQ $0x00000008, R14
 
-copyloop102:
+copyloop115:
 	CMPQ R13, R14
-	JGE  copied101
+	JGE  copied114
 	MOVL (R11)(R13*4), R15
 	MOVL R15, (R12)(R13*4)
 	INCQ R13
-	JMP  copyloop102
+	JMP  copyloop115
 
-copied101:
-nobiascopy98:
+copied114:
+nobiascopy111:
 	VMOVUPS   128(SP), Y3
 	VSUBPS    Y1, Y3, Y3
 	VMULPS    Y3, Y2, Y3
 	TESTL     $0x00000008, job_flags+0(AX)
-	JZ        notrn103
+	JZ        notrn116
 	VPAND     avx2bfkept<>+0(SB), Y3, Y4
 	VPCMPEQD  avx2bfkept<>+0(SB), Y4, Y4
 	VPSUBD    Y4, Y3, Y4
@@ -36648,20 +38670,20 @@ nobiascopy98:
 	VCMPPS    $0x03, Y3, Y3, Y3
 	VBLENDVPS Y3, avx2bfnanhigh<>+0(SB), Y4, Y3
 
-notrn103:
+notrn116:
 	TESTQ   SI, SI
-	JZ      noweight104
+	JZ      noweight117
 	VMOVUPS 160(SP), Y4
 	VADDPS  Y0, Y4, Y4
 	VMULPS  Y4, Y3, Y3
 
-noweight104:
+noweight117:
 	MOVQ   job_bias+0(AX), R11
 	TESTQ  R11, R11
-	JZ     nobias105
+	JZ     nobias118
 	VADDPS 224(SP), Y3, Y3
 
-nobias105:
+nobias118:
 	VPAND        avx2bfkept<>+0(SB), Y3, Y4
 	VPCMPEQD     avx2bfkept<>+0(SB), Y4, Y4
 	VPSUBD       Y4, Y3, Y4
@@ -36678,26 +38700,26 @@ nobias105:
 	XORQ         R13, R13
 	SUBQ         $0x00000010, R14
 
-copyvec106:
+copyvec119:
 	CMPQ    R13, R14
-	JG      copyone107
+	JG      copyone120
 	VMOVUPS (R12)(R13*2), Y3
 	VMOVUPS Y3, (R11)(R13*2)
 	ADDQ    $0x00000010, R13
-	JMP     copyvec106
+	JMP     copyvec119
 
-copyone107:
+copyone120:
 	ADDQ $0x00000010, R14
 
-copyloop109:
+copyloop122:
 	CMPQ R13, R14
-	JGE  copied108
+	JGE  copied121
 	MOVW (R12)(R13*2), R15
 	MOVW R15, (R11)(R13*2)
 	INCQ R13
-	JMP  copyloop109
+	JMP  copyloop122
 
-copied108:
+copied121:
 	ADDQ R10, R8
 	CMPQ R8, job_d+0(AX)
 	JB   scalentgo
@@ -37062,7 +39084,7 @@ bf16nan70:
 	VPACKUSDW Y6, Y5, Y5
 	JMP       bf16packed71
 
-bf16nan82:
+bf16nan80:
 	VPAND     avx2bfkept<>+0(SB), Y6, Y10
 	VPCMPEQD  avx2bfkept<>+0(SB), Y10, Y10
 	VPSUBD    Y10, Y6, Y10
@@ -37078,9 +39100,9 @@ bf16nan82:
 	VCMPPS    $0x03, Y7, Y7, Y7
 	VBLENDVPS Y7, avx2bfnanlow<>+0(SB), Y6, Y6
 	VPACKUSDW Y6, Y10, Y10
-	JMP       bf16packed83
+	JMP       bf16packed81
 
-bf16nan84:
+bf16nan82:
 	VPAND     avx2bfkept<>+0(SB), Y8, Y6
 	VPCMPEQD  avx2bfkept<>+0(SB), Y6, Y6
 	VPSUBD    Y6, Y8, Y6
@@ -37096,7 +39118,79 @@ bf16nan84:
 	VCMPPS    $0x03, Y9, Y9, Y8
 	VBLENDVPS Y8, avx2bfnanlow<>+0(SB), Y7, Y7
 	VPACKUSDW Y7, Y6, Y6
-	JMP       bf16packed85
+	JMP       bf16packed83
+
+bf16nan88:
+	VPAND     avx2bfkept<>+0(SB), Y6, Y10
+	VPCMPEQD  avx2bfkept<>+0(SB), Y10, Y10
+	VPSUBD    Y10, Y6, Y10
+	VPADDD    avx2bfbias<>+0(SB), Y10, Y10
+	VPSRLD    $0x10, Y10, Y10
+	VCMPPS    $0x03, Y6, Y6, Y6
+	VBLENDVPS Y6, avx2bfnanlow<>+0(SB), Y10, Y10
+	VPAND     avx2bfkept<>+0(SB), Y7, Y6
+	VPCMPEQD  avx2bfkept<>+0(SB), Y6, Y6
+	VPSUBD    Y6, Y7, Y6
+	VPADDD    avx2bfbias<>+0(SB), Y6, Y6
+	VPSRLD    $0x10, Y6, Y6
+	VCMPPS    $0x03, Y7, Y7, Y7
+	VBLENDVPS Y7, avx2bfnanlow<>+0(SB), Y6, Y6
+	VPACKUSDW Y6, Y10, Y10
+	JMP       bf16packed89
+
+bf16nan90:
+	VPAND     avx2bfkept<>+0(SB), Y8, Y6
+	VPCMPEQD  avx2bfkept<>+0(SB), Y6, Y6
+	VPSUBD    Y6, Y8, Y6
+	VPADDD    avx2bfbias<>+0(SB), Y6, Y6
+	VPSRLD    $0x10, Y6, Y6
+	VCMPPS    $0x03, Y8, Y8, Y7
+	VBLENDVPS Y7, avx2bfnanlow<>+0(SB), Y6, Y6
+	VPAND     avx2bfkept<>+0(SB), Y9, Y7
+	VPCMPEQD  avx2bfkept<>+0(SB), Y7, Y7
+	VPSUBD    Y7, Y9, Y7
+	VPADDD    avx2bfbias<>+0(SB), Y7, Y7
+	VPSRLD    $0x10, Y7, Y7
+	VCMPPS    $0x03, Y9, Y9, Y8
+	VBLENDVPS Y8, avx2bfnanlow<>+0(SB), Y7, Y7
+	VPACKUSDW Y7, Y6, Y6
+	JMP       bf16packed91
+
+bf16nan95:
+	VPAND     avx2bfkept<>+0(SB), Y5, Y9
+	VPCMPEQD  avx2bfkept<>+0(SB), Y9, Y9
+	VPSUBD    Y9, Y5, Y9
+	VPADDD    avx2bfbias<>+0(SB), Y9, Y9
+	VPSRLD    $0x10, Y9, Y9
+	VCMPPS    $0x03, Y5, Y5, Y5
+	VBLENDVPS Y5, avx2bfnanlow<>+0(SB), Y9, Y9
+	VPAND     avx2bfkept<>+0(SB), Y6, Y5
+	VPCMPEQD  avx2bfkept<>+0(SB), Y5, Y5
+	VPSUBD    Y5, Y6, Y5
+	VPADDD    avx2bfbias<>+0(SB), Y5, Y5
+	VPSRLD    $0x10, Y5, Y5
+	VCMPPS    $0x03, Y6, Y6, Y6
+	VBLENDVPS Y6, avx2bfnanlow<>+0(SB), Y5, Y5
+	VPACKUSDW Y5, Y9, Y9
+	JMP       bf16packed96
+
+bf16nan97:
+	VPAND     avx2bfkept<>+0(SB), Y7, Y5
+	VPCMPEQD  avx2bfkept<>+0(SB), Y5, Y5
+	VPSUBD    Y5, Y7, Y5
+	VPADDD    avx2bfbias<>+0(SB), Y5, Y5
+	VPSRLD    $0x10, Y5, Y5
+	VCMPPS    $0x03, Y7, Y7, Y6
+	VBLENDVPS Y6, avx2bfnanlow<>+0(SB), Y5, Y5
+	VPAND     avx2bfkept<>+0(SB), Y8, Y6
+	VPCMPEQD  avx2bfkept<>+0(SB), Y6, Y6
+	VPSUBD    Y6, Y8, Y6
+	VPADDD    avx2bfbias<>+0(SB), Y6, Y6
+	VPSRLD    $0x10, Y6, Y6
+	VCMPPS    $0x03, Y8, Y8, Y7
+	VBLENDVPS Y7, avx2bfnanlow<>+0(SB), Y6, Y6
+	VPACKUSDW Y6, Y5, Y5
+	JMP       bf16packed98
 
 // func avx2ForwardLayerToF16(j uintptr, from int, to int) int
 // Requires: AVX, AVX2, F16C, MMX+
@@ -38899,6 +40993,10 @@ longrows46:
 	ANDQ  R11, R12
 	ADDQ  DX, R10
 	MOVL  job_flags+0(AX), R11
+	TESTQ SI, SI
+	JZ    scalentloopnoweight
+	TESTL $0x00000010, R11
+	JNZ   scalentloopoffset
 
 	PCALIGN $32
 scalentloop:
@@ -38936,25 +41034,19 @@ noadd47:
 	VCVTPH2PS X4, Y4
 
 notrn48:
-	TESTQ  SI, SI
-	JZ     weighed50
-	TESTL  $0x00000010, R11
-	JNZ    offset49
 	VMULPS (SI)(R8*4), Y0, Y0
 	VMULPS 32(SI)(R8*4), Y2, Y2
 	VMULPS 64(SI)(R8*4), Y3, Y3
 	VMULPS 96(SI)(R8*4), Y4, Y4
+	MOVQ   job_bias+0(AX), R11
+	TESTQ  R11, R11
+	JZ     nobias49
+	VADDPS (R11)(R8*4), Y0, Y0
+	VADDPS 32(R11)(R8*4), Y2, Y2
+	VADDPS 64(R11)(R8*4), Y3, Y3
+	VADDPS 96(R11)(R8*4), Y4, Y4
 
-weighed50:
-	MOVQ   job_bias+0(AX), R13
-	TESTQ  R13, R13
-	JZ     nobias51
-	VADDPS (R13)(R8*4), Y0, Y0
-	VADDPS 32(R13)(R8*4), Y2, Y2
-	VADDPS 64(R13)(R8*4), Y3, Y3
-	VADDPS 96(R13)(R8*4), Y4, Y4
-
-nobias51:
+nobias49:
 	VCVTPS2PH   $0x00, Y0, X0
 	VCVTPS2PH   $0x00, Y2, X2
 	VINSERTI128 $0x01, X2, Y0, Y0
@@ -38966,7 +41058,42 @@ nobias51:
 	ADDQ        $0x00000020, R8
 	JMP         scalentloop
 
-offset49:
+	PCALIGN $32
+scalentloopoffset:
+	CMPQ       R8, R9
+	JG         scaletail
+	PREFETCHT0 (R10)(R8*4)
+	PREFETCHT0 64(R10)(R8*4)
+	TESTQ      R12, R12
+	JZ         noadd50
+	PREFETCHT0 (R12)(R8*4)
+	PREFETCHT0 64(R12)(R8*4)
+
+noadd50:
+	VMOVUPS   (DX)(R8*4), Y0
+	VSUBPS    Y1, Y0, Y0
+	VMULPS    Y9, Y0, Y0
+	VMOVUPS   32(DX)(R8*4), Y2
+	VSUBPS    Y1, Y2, Y2
+	VMULPS    Y9, Y2, Y2
+	VMOVUPS   64(DX)(R8*4), Y3
+	VSUBPS    Y1, Y3, Y3
+	VMULPS    Y9, Y3, Y3
+	VMOVUPS   96(DX)(R8*4), Y4
+	VSUBPS    Y1, Y4, Y4
+	VMULPS    Y9, Y4, Y4
+	TESTL     $0x00000008, job_flags+0(AX)
+	JZ        notrn51
+	VCVTPS2PH $0x00, Y0, X0
+	VCVTPH2PS X0, Y0
+	VCVTPS2PH $0x00, Y2, X2
+	VCVTPH2PS X2, Y2
+	VCVTPS2PH $0x00, Y3, X3
+	VCVTPH2PS X3, Y3
+	VCVTPS2PH $0x00, Y4, X4
+	VCVTPH2PS X4, Y4
+
+notrn51:
 	VMOVUPS (SI)(R8*4), Y5
 	VADDPS  Y10, Y5, Y5
 	VMULPS  Y5, Y0, Y0
@@ -38979,7 +41106,69 @@ offset49:
 	VMOVUPS 96(SI)(R8*4), Y5
 	VADDPS  Y10, Y5, Y5
 	VMULPS  Y5, Y4, Y4
-	JMP     weighed50
+	MOVQ    job_bias+0(AX), R11
+	TESTQ   R11, R11
+	JZ      nobias52
+	VADDPS  (R11)(R8*4), Y0, Y0
+	VADDPS  32(R11)(R8*4), Y2, Y2
+	VADDPS  64(R11)(R8*4), Y3, Y3
+	VADDPS  96(R11)(R8*4), Y4, Y4
+
+nobias52:
+	VCVTPS2PH   $0x00, Y0, X0
+	VCVTPS2PH   $0x00, Y2, X2
+	VINSERTI128 $0x01, X2, Y0, Y0
+	VMOVNTDQ    Y0, (CX)(R8*2)
+	VCVTPS2PH   $0x00, Y3, X3
+	VCVTPS2PH   $0x00, Y4, X4
+	VINSERTI128 $0x01, X4, Y3, Y3
+	VMOVNTDQ    Y3, 32(CX)(R8*2)
+	ADDQ        $0x00000020, R8
+	JMP         scalentloopoffset
+
+	PCALIGN $32
+scalentloopnoweight:
+	CMPQ       R8, R9
+	JG         scaletail
+	PREFETCHT0 (R10)(R8*4)
+	PREFETCHT0 64(R10)(R8*4)
+	TESTQ      R12, R12
+	JZ         noadd53
+	PREFETCHT0 (R12)(R8*4)
+	PREFETCHT0 64(R12)(R8*4)
+
+noadd53:
+	VMOVUPS (DX)(R8*4), Y0
+	VSUBPS  Y1, Y0, Y0
+	VMULPS  Y9, Y0, Y0
+	VMOVUPS 32(DX)(R8*4), Y2
+	VSUBPS  Y1, Y2, Y2
+	VMULPS  Y9, Y2, Y2
+	VMOVUPS 64(DX)(R8*4), Y3
+	VSUBPS  Y1, Y3, Y3
+	VMULPS  Y9, Y3, Y3
+	VMOVUPS 96(DX)(R8*4), Y4
+	VSUBPS  Y1, Y4, Y4
+	VMULPS  Y9, Y4, Y4
+	MOVQ    job_bias+0(AX), R11
+	TESTQ   R11, R11
+	JZ      nobias54
+	VADDPS  (R11)(R8*4), Y0, Y0
+	VADDPS  32(R11)(R8*4), Y2, Y2
+	VADDPS  64(R11)(R8*4), Y3, Y3
+	VADDPS  96(R11)(R8*4), Y4, Y4
+
+nobias54:
+	VCVTPS2PH   $0x00, Y0, X0
+	VCVTPS2PH   $0x00, Y2, X2
+	VINSERTI128 $0x01, X2, Y0, Y0
+	VMOVNTDQ    Y0, (CX)(R8*2)
+	VCVTPS2PH   $0x00, Y3, X3
+	VCVTPS2PH   $0x00, Y4, X4
+	VINSERTI128 $0x01, X4, Y3, Y3
+	VMOVNTDQ    Y3, 32(CX)(R8*2)
+	ADDQ        $0x00000020, R8
+	JMP         scalentloopnoweight
 
 scaletail:
 	ADDQ $0x00000018, R9
@@ -38991,24 +41180,24 @@ scaleone:
 	VSUBPS    Y1, Y0, Y0
 	VMULPS    Y9, Y0, Y0
 	TESTL     $0x00000008, job_flags+0(AX)
-	JZ        notrn52
+	JZ        notrn55
 	VCVTPS2PH $0x00, Y0, X0
 	VCVTPH2PS X0, Y0
 
-notrn52:
+notrn55:
 	TESTQ   SI, SI
-	JZ      noweight53
+	JZ      noweight56
 	VMOVUPS (SI)(R8*4), Y2
 	VADDPS  Y10, Y2, Y2
 	VMULPS  Y2, Y0, Y0
 
-noweight53:
+noweight56:
 	MOVQ   job_bias+0(AX), R10
 	TESTQ  R10, R10
-	JZ     nobias54
+	JZ     nobias57
 	VADDPS (R10)(R8*4), Y0, Y0
 
-nobias54:
+nobias57:
 	VCVTPS2PH $0x00, Y0, (CX)(R8*2)
 	ADDQ      $0x00000008, R8
 	JMP       scaleone
@@ -39026,107 +41215,107 @@ partout:
 	XORQ R13, R13
 	SUBQ $0x00000008, R14
 
-copyvec55:
+copyvec58:
 	CMPQ    R13, R14
-	JG      copyone56
+	JG      copyone59
 	VMOVUPS (R11)(R13*4), Y0
 	VMOVUPS Y0, (R12)(R13*4)
 	ADDQ    $0x00000008, R13
-	JMP     copyvec55
+	JMP     copyvec58
 
-copyone56:
+copyone59:
 	ADDQ $0x00000008, R14
 
-copyloop58:
+copyloop61:
 	CMPQ R13, R14
-	JGE  copied57
+	JGE  copied60
 	MOVL (R11)(R13*4), R15
 	MOVL R15, (R12)(R13*4)
 	INCQ R13
-	JMP  copyloop58
+	JMP  copyloop61
 
-copied57:
+copied60:
 	TESTQ SI, SI
-	JZ    nowcopy59
+	JZ    nowcopy62
 	LEAQ  (SI)(R8*4), R11
 	LEAQ  160(SP), R12
 	MOVQ  R10, R14
 	XORQ  R13, R13
 	SUBQ  $0x00000008, R14
 
-copyvec60:
+copyvec63:
 	CMPQ    R13, R14
-	JG      copyone61
+	JG      copyone64
 	VMOVUPS (R11)(R13*4), Y0
 	VMOVUPS Y0, (R12)(R13*4)
 	ADDQ    $0x00000008, R13
-	JMP     copyvec60
+	JMP     copyvec63
 
-copyone61:
+copyone64:
 	ADDQ $0x00000008, R14
 
-copyloop63:
+copyloop66:
 	CMPQ R13, R14
-	JGE  copied62
+	JGE  copied65
 	MOVL (R11)(R13*4), R15
 	MOVL R15, (R12)(R13*4)
 	INCQ R13
-	JMP  copyloop63
+	JMP  copyloop66
 
-copied62:
-nowcopy59:
+copied65:
+nowcopy62:
 	MOVQ  job_bias+0(AX), R11
 	TESTQ R11, R11
-	JZ    nobiascopy64
+	JZ    nobiascopy67
 	LEAQ  (R11)(R8*4), R11
 	LEAQ  224(SP), R12
 	MOVQ  R10, R14
 	XORQ  R13, R13
 	SUBQ  $0x00000008, R14
 
-copyvec65:
+copyvec68:
 	CMPQ    R13, R14
-	JG      copyone66
+	JG      copyone69
 	VMOVUPS (R11)(R13*4), Y0
 	VMOVUPS Y0, (R12)(R13*4)
 	ADDQ    $0x00000008, R13
-	JMP     copyvec65
+	JMP     copyvec68
 
-copyone66:
+copyone69:
 	ADDQ $0x00000008, R14
 
-copyloop68:
+copyloop71:
 	CMPQ R13, R14
-	JGE  copied67
+	JGE  copied70
 	MOVL (R11)(R13*4), R15
 	MOVL R15, (R12)(R13*4)
 	INCQ R13
-	JMP  copyloop68
+	JMP  copyloop71
 
-copied67:
-nobiascopy64:
+copied70:
+nobiascopy67:
 	VMOVUPS   128(SP), Y0
 	VSUBPS    Y1, Y0, Y0
 	VMULPS    Y0, Y9, Y0
 	TESTL     $0x00000008, job_flags+0(AX)
-	JZ        notrn69
+	JZ        notrn72
 	VCVTPS2PH $0x00, Y0, X0
 	VCVTPH2PS X0, Y0
 
-notrn69:
+notrn72:
 	TESTQ   SI, SI
-	JZ      noweight70
+	JZ      noweight73
 	VMOVUPS 160(SP), Y2
 	VADDPS  Y10, Y2, Y2
 	VMULPS  Y2, Y0, Y0
 
-noweight70:
+noweight73:
 	MOVQ   job_bias+0(AX), R11
 	TESTQ  R11, R11
-	JZ     nobias71
+	JZ     nobias74
 	VADDPS 224(SP), Y0, Y0
 
-nobias71:
+nobias74:
 	VCVTPS2PH $0x00, Y0, 192(SP)
 	LEAQ      192(SP), R12
 	LEAQ      (CX)(R8*2), R11
@@ -39134,26 +41323,26 @@ nobias71:
 	XORQ      R13, R13
 	SUBQ      $0x00000010, R14
 
-copyvec72:
+copyvec75:
 	CMPQ    R13, R14
-	JG      copyone73
+	JG      copyone76
 	VMOVUPS (R12)(R13*2), Y0
 	VMOVUPS Y0, (R11)(R13*2)
 	ADDQ    $0x00000010, R13
-	JMP     copyvec72
+	JMP     copyvec75
 
-copyone73:
+copyone76:
 	ADDQ $0x00000010, R14
 
-copyloop75:
+copyloop78:
 	CMPQ R13, R14
-	JGE  copied74
+	JGE  copied77
 	MOVW (R12)(R13*2), R15
 	MOVW R15, (R11)(R13*2)
 	INCQ R13
-	JMP  copyloop75
+	JMP  copyloop78
 
-copied74:
+copied77:
 	ADDQ R10, R8
 	CMPQ R8, job_d+0(AX)
 	JB   scalentgo
@@ -55731,95 +57920,336 @@ longrows57:
 	ANDQ  R11, R12
 	ADDQ  DX, R10
 	MOVL  job_flags+0(AX), R11
+	TESTL $0x00000002, R11
+	JZ    scalenthw
+	TESTQ SI, SI
+	JZ    scalentloopnoweight
+	TESTL $0x00000010, R11
+	JNZ   scalentloopoffset
 
 	PCALIGN $32
 scalentloop:
 	CMPQ       R8, R9
 	JG         scaletail
-	TESTL      $0x00000002, R11
-	JZ         scalentloopnopf58
 	PREFETCHT0 (R10)(R8*4)
 	PREFETCHT0 64(R10)(R8*4)
 	PREFETCHT0 128(R10)(R8*4)
 	PREFETCHT0 192(R10)(R8*4)
 	TESTQ      R12, R12
-	JZ         noadd59
+	JZ         noadd58
 	PREFETCHT0 (R12)(R8*4)
 	PREFETCHT0 64(R12)(R8*4)
 	PREFETCHT0 128(R12)(R8*4)
 	PREFETCHT0 192(R12)(R8*4)
 
-noadd59:
-scalentloopnopf58:
+noadd58:
 	VMULPS         (DX)(R8*4), Z6, Z7
 	VMULPS         64(DX)(R8*4), Z6, Z8
 	VMULPS         128(DX)(R8*4), Z6, Z9
 	VMULPS         192(DX)(R8*4), Z6, Z10
 	TESTL          $0x00000008, job_flags+0(AX)
-	JZ             notrn60
+	JZ             notrn59
 	VFPCLASSPSZ    $0xa1, Z7, K2
 	VFPCLASSPSZ    $0xa1, Z8, K3
 	KORTESTW       K3, K2
-	JNZ            bf16fix61
+	JNZ            bf16fix60
 	BYTE $0x62; BYTE $0x72; BYTE $0x3f; BYTE $0x48; BYTE $0x72; BYTE $0xe7 // VCVTNE2PS2BF16 Z7, Z8, Z12
 
-bf16fixed62:
+bf16fixed61:
 	VPERMW.Z       Z12, Z3, K1, Z7
 	VPERMW.Z       Z12, Z4, K1, Z8
 	VFPCLASSPSZ    $0xa1, Z9, K2
 	VFPCLASSPSZ    $0xa1, Z10, K3
 	KORTESTW       K3, K2
-	JNZ            bf16fix63
+	JNZ            bf16fix62
 	BYTE $0x62; BYTE $0x52; BYTE $0x2f; BYTE $0x48; BYTE $0x72; BYTE $0xe1 // VCVTNE2PS2BF16 Z9, Z10, Z12
 
-bf16fixed64:
+bf16fixed63:
 	VPERMW.Z Z12, Z3, K1, Z9
 	VPERMW.Z Z12, Z4, K1, Z10
 
-notrn60:
-	TESTQ  SI, SI
-	JZ     weighed66
-	TESTL  $0x00000010, R11
-	JNZ    offset65
-	VMULPS (SI)(R8*4), Z7, Z7
-	VMULPS 64(SI)(R8*4), Z8, Z8
-	VMULPS 128(SI)(R8*4), Z9, Z9
-	VMULPS 192(SI)(R8*4), Z10, Z10
-
-weighed66:
+notrn59:
+	VMULPS         (SI)(R8*4), Z7, Z7
+	VMULPS         64(SI)(R8*4), Z8, Z8
 	VFPCLASSPSZ    $0xa1, Z7, K2
 	VFPCLASSPSZ    $0xa1, Z8, K3
 	KORTESTW       K3, K2
-	JNZ            bf16fix67
+	JNZ            bf16fix64
 	BYTE $0x62; BYTE $0x72; BYTE $0x3f; BYTE $0x48; BYTE $0x72; BYTE $0xe7 // VCVTNE2PS2BF16 Z7, Z8, Z12
 
-bf16fixed68:
+bf16fixed65:
 	VMOVNTDQ       Z12, (CX)(R8*2)
+	VMULPS         128(SI)(R8*4), Z9, Z9
+	VMULPS         192(SI)(R8*4), Z10, Z10
 	VFPCLASSPSZ    $0xa1, Z9, K2
 	VFPCLASSPSZ    $0xa1, Z10, K3
 	KORTESTW       K3, K2
-	JNZ            bf16fix69
+	JNZ            bf16fix66
 	BYTE $0x62; BYTE $0xd2; BYTE $0x2f; BYTE $0x48; BYTE $0x72; BYTE $0xf9 // VCVTNE2PS2BF16 Z9, Z10, Z7
 
-bf16fixed70:
+bf16fixed67:
 	VMOVNTDQ Z7, 64(CX)(R8*2)
 	ADDQ     $0x00000040, R8
 	JMP      scalentloop
 
-offset65:
-	VMOVUPS (SI)(R8*4), Z12
-	VADDPS  Z5, Z12, Z12
-	VMULPS  Z12, Z7, Z7
-	VMOVUPS 64(SI)(R8*4), Z12
-	VADDPS  Z5, Z12, Z12
-	VMULPS  Z12, Z8, Z8
-	VMOVUPS 128(SI)(R8*4), Z12
-	VADDPS  Z5, Z12, Z12
-	VMULPS  Z12, Z9, Z9
-	VMOVUPS 192(SI)(R8*4), Z12
-	VADDPS  Z5, Z12, Z12
-	VMULPS  Z12, Z10, Z10
-	JMP     weighed66
+	PCALIGN $32
+scalentloopoffset:
+	CMPQ       R8, R9
+	JG         scaletail
+	PREFETCHT0 (R10)(R8*4)
+	PREFETCHT0 64(R10)(R8*4)
+	PREFETCHT0 128(R10)(R8*4)
+	PREFETCHT0 192(R10)(R8*4)
+	TESTQ      R12, R12
+	JZ         noadd68
+	PREFETCHT0 (R12)(R8*4)
+	PREFETCHT0 64(R12)(R8*4)
+	PREFETCHT0 128(R12)(R8*4)
+	PREFETCHT0 192(R12)(R8*4)
+
+noadd68:
+	VMULPS         (DX)(R8*4), Z6, Z7
+	VMULPS         64(DX)(R8*4), Z6, Z8
+	VMULPS         128(DX)(R8*4), Z6, Z9
+	VMULPS         192(DX)(R8*4), Z6, Z10
+	TESTL          $0x00000008, job_flags+0(AX)
+	JZ             notrn69
+	VFPCLASSPSZ    $0xa1, Z7, K2
+	VFPCLASSPSZ    $0xa1, Z8, K3
+	KORTESTW       K3, K2
+	JNZ            bf16fix70
+	BYTE $0x62; BYTE $0x72; BYTE $0x3f; BYTE $0x48; BYTE $0x72; BYTE $0xe7 // VCVTNE2PS2BF16 Z7, Z8, Z12
+
+bf16fixed71:
+	VPERMW.Z       Z12, Z3, K1, Z7
+	VPERMW.Z       Z12, Z4, K1, Z8
+	VFPCLASSPSZ    $0xa1, Z9, K2
+	VFPCLASSPSZ    $0xa1, Z10, K3
+	KORTESTW       K3, K2
+	JNZ            bf16fix72
+	BYTE $0x62; BYTE $0x52; BYTE $0x2f; BYTE $0x48; BYTE $0x72; BYTE $0xe1 // VCVTNE2PS2BF16 Z9, Z10, Z12
+
+bf16fixed73:
+	VPERMW.Z Z12, Z3, K1, Z9
+	VPERMW.Z Z12, Z4, K1, Z10
+
+notrn69:
+	VMOVUPS        (SI)(R8*4), Z12
+	VADDPS         Z5, Z12, Z12
+	VMULPS         Z12, Z7, Z7
+	VMOVUPS        64(SI)(R8*4), Z12
+	VADDPS         Z5, Z12, Z12
+	VMULPS         Z12, Z8, Z8
+	VFPCLASSPSZ    $0xa1, Z7, K2
+	VFPCLASSPSZ    $0xa1, Z8, K3
+	KORTESTW       K3, K2
+	JNZ            bf16fix74
+	BYTE $0x62; BYTE $0x72; BYTE $0x3f; BYTE $0x48; BYTE $0x72; BYTE $0xe7 // VCVTNE2PS2BF16 Z7, Z8, Z12
+
+bf16fixed75:
+	VMOVNTDQ       Z12, (CX)(R8*2)
+	VMOVUPS        128(SI)(R8*4), Z7
+	VADDPS         Z5, Z7, Z7
+	VMULPS         Z7, Z9, Z9
+	VMOVUPS        192(SI)(R8*4), Z7
+	VADDPS         Z5, Z7, Z7
+	VMULPS         Z7, Z10, Z10
+	VFPCLASSPSZ    $0xa1, Z9, K2
+	VFPCLASSPSZ    $0xa1, Z10, K3
+	KORTESTW       K3, K2
+	JNZ            bf16fix76
+	BYTE $0x62; BYTE $0xd2; BYTE $0x2f; BYTE $0x48; BYTE $0x72; BYTE $0xf9 // VCVTNE2PS2BF16 Z9, Z10, Z7
+
+bf16fixed77:
+	VMOVNTDQ Z7, 64(CX)(R8*2)
+	ADDQ     $0x00000040, R8
+	JMP      scalentloopoffset
+
+	PCALIGN $32
+scalentloopnoweight:
+	CMPQ       R8, R9
+	JG         scaletail
+	PREFETCHT0 (R10)(R8*4)
+	PREFETCHT0 64(R10)(R8*4)
+	PREFETCHT0 128(R10)(R8*4)
+	PREFETCHT0 192(R10)(R8*4)
+	TESTQ      R12, R12
+	JZ         noadd78
+	PREFETCHT0 (R12)(R8*4)
+	PREFETCHT0 64(R12)(R8*4)
+	PREFETCHT0 128(R12)(R8*4)
+	PREFETCHT0 192(R12)(R8*4)
+
+noadd78:
+	VMULPS         (DX)(R8*4), Z6, Z7
+	VMULPS         64(DX)(R8*4), Z6, Z8
+	VMULPS         128(DX)(R8*4), Z6, Z9
+	VMULPS         192(DX)(R8*4), Z6, Z10
+	VFPCLASSPSZ    $0xa1, Z7, K2
+	VFPCLASSPSZ    $0xa1, Z8, K3
+	KORTESTW       K3, K2
+	JNZ            bf16fix79
+	BYTE $0x62; BYTE $0x72; BYTE $0x3f; BYTE $0x48; BYTE $0x72; BYTE $0xe7 // VCVTNE2PS2BF16 Z7, Z8, Z12
+
+bf16fixed80:
+	VMOVNTDQ       Z12, (CX)(R8*2)
+	VFPCLASSPSZ    $0xa1, Z9, K2
+	VFPCLASSPSZ    $0xa1, Z10, K3
+	KORTESTW       K3, K2
+	JNZ            bf16fix81
+	BYTE $0x62; BYTE $0xd2; BYTE $0x2f; BYTE $0x48; BYTE $0x72; BYTE $0xf9 // VCVTNE2PS2BF16 Z9, Z10, Z7
+
+bf16fixed82:
+	VMOVNTDQ Z7, 64(CX)(R8*2)
+	ADDQ     $0x00000040, R8
+	JMP      scalentloopnoweight
+
+scalenthw:
+	TESTQ SI, SI
+	JZ    scalenthwloopnoweight
+	TESTL $0x00000010, R11
+	JNZ   scalenthwloopoffset
+
+	PCALIGN $32
+scalenthwloop:
+	CMPQ           R8, R9
+	JG             scaletail
+	VMULPS         (DX)(R8*4), Z6, Z7
+	VMULPS         64(DX)(R8*4), Z6, Z8
+	VMULPS         128(DX)(R8*4), Z6, Z9
+	VMULPS         192(DX)(R8*4), Z6, Z10
+	TESTL          $0x00000008, job_flags+0(AX)
+	JZ             notrn83
+	VFPCLASSPSZ    $0xa1, Z7, K2
+	VFPCLASSPSZ    $0xa1, Z8, K3
+	KORTESTW       K3, K2
+	JNZ            bf16fix84
+	BYTE $0x62; BYTE $0x72; BYTE $0x3f; BYTE $0x48; BYTE $0x72; BYTE $0xe7 // VCVTNE2PS2BF16 Z7, Z8, Z12
+
+bf16fixed85:
+	VPERMW.Z       Z12, Z3, K1, Z7
+	VPERMW.Z       Z12, Z4, K1, Z8
+	VFPCLASSPSZ    $0xa1, Z9, K2
+	VFPCLASSPSZ    $0xa1, Z10, K3
+	KORTESTW       K3, K2
+	JNZ            bf16fix86
+	BYTE $0x62; BYTE $0x52; BYTE $0x2f; BYTE $0x48; BYTE $0x72; BYTE $0xe1 // VCVTNE2PS2BF16 Z9, Z10, Z12
+
+bf16fixed87:
+	VPERMW.Z Z12, Z3, K1, Z9
+	VPERMW.Z Z12, Z4, K1, Z10
+
+notrn83:
+	VMULPS         (SI)(R8*4), Z7, Z7
+	VMULPS         64(SI)(R8*4), Z8, Z8
+	VFPCLASSPSZ    $0xa1, Z7, K2
+	VFPCLASSPSZ    $0xa1, Z8, K3
+	KORTESTW       K3, K2
+	JNZ            bf16fix88
+	BYTE $0x62; BYTE $0x72; BYTE $0x3f; BYTE $0x48; BYTE $0x72; BYTE $0xe7 // VCVTNE2PS2BF16 Z7, Z8, Z12
+
+bf16fixed89:
+	VMOVNTDQ       Z12, (CX)(R8*2)
+	VMULPS         128(SI)(R8*4), Z9, Z9
+	VMULPS         192(SI)(R8*4), Z10, Z10
+	VFPCLASSPSZ    $0xa1, Z9, K2
+	VFPCLASSPSZ    $0xa1, Z10, K3
+	KORTESTW       K3, K2
+	JNZ            bf16fix90
+	BYTE $0x62; BYTE $0xd2; BYTE $0x2f; BYTE $0x48; BYTE $0x72; BYTE $0xf9 // VCVTNE2PS2BF16 Z9, Z10, Z7
+
+bf16fixed91:
+	VMOVNTDQ Z7, 64(CX)(R8*2)
+	ADDQ     $0x00000040, R8
+	JMP      scalenthwloop
+
+	PCALIGN $32
+scalenthwloopoffset:
+	CMPQ           R8, R9
+	JG             scaletail
+	VMULPS         (DX)(R8*4), Z6, Z7
+	VMULPS         64(DX)(R8*4), Z6, Z8
+	VMULPS         128(DX)(R8*4), Z6, Z9
+	VMULPS         192(DX)(R8*4), Z6, Z10
+	TESTL          $0x00000008, job_flags+0(AX)
+	JZ             notrn92
+	VFPCLASSPSZ    $0xa1, Z7, K2
+	VFPCLASSPSZ    $0xa1, Z8, K3
+	KORTESTW       K3, K2
+	JNZ            bf16fix93
+	BYTE $0x62; BYTE $0x72; BYTE $0x3f; BYTE $0x48; BYTE $0x72; BYTE $0xe7 // VCVTNE2PS2BF16 Z7, Z8, Z12
+
+bf16fixed94:
+	VPERMW.Z       Z12, Z3, K1, Z7
+	VPERMW.Z       Z12, Z4, K1, Z8
+	VFPCLASSPSZ    $0xa1, Z9, K2
+	VFPCLASSPSZ    $0xa1, Z10, K3
+	KORTESTW       K3, K2
+	JNZ            bf16fix95
+	BYTE $0x62; BYTE $0x52; BYTE $0x2f; BYTE $0x48; BYTE $0x72; BYTE $0xe1 // VCVTNE2PS2BF16 Z9, Z10, Z12
+
+bf16fixed96:
+	VPERMW.Z Z12, Z3, K1, Z9
+	VPERMW.Z Z12, Z4, K1, Z10
+
+notrn92:
+	VMOVUPS        (SI)(R8*4), Z12
+	VADDPS         Z5, Z12, Z12
+	VMULPS         Z12, Z7, Z7
+	VMOVUPS        64(SI)(R8*4), Z12
+	VADDPS         Z5, Z12, Z12
+	VMULPS         Z12, Z8, Z8
+	VFPCLASSPSZ    $0xa1, Z7, K2
+	VFPCLASSPSZ    $0xa1, Z8, K3
+	KORTESTW       K3, K2
+	JNZ            bf16fix97
+	BYTE $0x62; BYTE $0x72; BYTE $0x3f; BYTE $0x48; BYTE $0x72; BYTE $0xe7 // VCVTNE2PS2BF16 Z7, Z8, Z12
+
+bf16fixed98:
+	VMOVNTDQ       Z12, (CX)(R8*2)
+	VMOVUPS        128(SI)(R8*4), Z7
+	VADDPS         Z5, Z7, Z7
+	VMULPS         Z7, Z9, Z9
+	VMOVUPS        192(SI)(R8*4), Z7
+	VADDPS         Z5, Z7, Z7
+	VMULPS         Z7, Z10, Z10
+	VFPCLASSPSZ    $0xa1, Z9, K2
+	VFPCLASSPSZ    $0xa1, Z10, K3
+	KORTESTW       K3, K2
+	JNZ            bf16fix99
+	BYTE $0x62; BYTE $0xd2; BYTE $0x2f; BYTE $0x48; BYTE $0x72; BYTE $0xf9 // VCVTNE2PS2BF16 Z9, Z10, Z7
+
+bf16fixed100:
+	VMOVNTDQ Z7, 64(CX)(R8*2)
+	ADDQ     $0x00000040, R8
+	JMP      scalenthwloopoffset
+
+	PCALIGN $32
+scalenthwloopnoweight:
+	CMPQ           R8, R9
+	JG             scaletail
+	VMULPS         (DX)(R8*4), Z6, Z7
+	VMULPS         64(DX)(R8*4), Z6, Z8
+	VMULPS         128(DX)(R8*4), Z6, Z9
+	VMULPS         192(DX)(R8*4), Z6, Z10
+	VFPCLASSPSZ    $0xa1, Z7, K2
+	VFPCLASSPSZ    $0xa1, Z8, K3
+	KORTESTW       K3, K2
+	JNZ            bf16fix101
+	BYTE $0x62; BYTE $0x72; BYTE $0x3f; BYTE $0x48; BYTE $0x72; BYTE $0xe7 // VCVTNE2PS2BF16 Z7, Z8, Z12
+
+bf16fixed102:
+	VMOVNTDQ       Z12, (CX)(R8*2)
+	VFPCLASSPSZ    $0xa1, Z9, K2
+	VFPCLASSPSZ    $0xa1, Z10, K3
+	KORTESTW       K3, K2
+	JNZ            bf16fix103
+	BYTE $0x62; BYTE $0xd2; BYTE $0x2f; BYTE $0x48; BYTE $0x72; BYTE $0xf9 // VCVTNE2PS2BF16 Z9, Z10, Z7
+
+bf16fixed104:
+	VMOVNTDQ Z7, 64(CX)(R8*2)
+	ADDQ     $0x00000040, R8
+	JMP      scalenthwloopnoweight
 
 scaletail:
 	ADDQ $0x00000030, R9
@@ -55829,29 +58259,29 @@ scaleone:
 	JG             scalepart
 	VMULPS         (DX)(R8*4), Z6, Z7
 	TESTL          $0x00000008, job_flags+0(AX)
-	JZ             notrn71
+	JZ             notrn105
 	VFPCLASSPSZ    $0xa1, Z7, K2
 	KORTESTW       K2, K2
-	JNZ            bf16fix72
+	JNZ            bf16fix106
 	BYTE $0x62; BYTE $0x72; BYTE $0x47; BYTE $0x48; BYTE $0x72; BYTE $0xc7 // VCVTNE2PS2BF16 Z7, Z7, Z8
 
-bf16fixed73:
+bf16fixed107:
 	VPERMW.Z Z8, Z3, K1, Z7
 
-notrn71:
+notrn105:
 	TESTQ   SI, SI
-	JZ      noweight74
+	JZ      noweight108
 	VMOVUPS (SI)(R8*4), Z8
 	VADDPS  Z5, Z8, Z8
 	VMULPS  Z8, Z7, Z7
 
-noweight74:
+noweight108:
 	VFPCLASSPSZ    $0xa1, Z7, K2
 	KORTESTW       K2, K2
-	JNZ            bf16fix75
+	JNZ            bf16fix109
 	BYTE $0x62; BYTE $0x72; BYTE $0x47; BYTE $0x48; BYTE $0x72; BYTE $0xc7 // VCVTNE2PS2BF16 Z7, Z7, Z8
 
-bf16fixed76:
+bf16fixed110:
 	VEXTRACTI64X4 $0x00, Z8, (CX)(R8*2)
 	ADDQ          $0x00000010, R8
 	JMP           scaleone
@@ -55868,29 +58298,29 @@ partout:
 	VMOVUPS.Z      (DX)(R8*4), K2, Z7
 	VMULPS         Z7, Z6, Z7
 	TESTL          $0x00000008, job_flags+0(AX)
-	JZ             notrn77
+	JZ             notrn111
 	VFPCLASSPSZ    $0xa1, Z7, K3
 	KORTESTW       K3, K3
-	JNZ            bf16fix78
+	JNZ            bf16fix112
 	BYTE $0x62; BYTE $0x72; BYTE $0x47; BYTE $0x48; BYTE $0x72; BYTE $0xc7 // VCVTNE2PS2BF16 Z7, Z7, Z8
 
-bf16fixed79:
+bf16fixed113:
 	VPERMW.Z Z8, Z3, K1, Z7
 
-notrn77:
+notrn111:
 	TESTQ     SI, SI
-	JZ        noweight80
+	JZ        noweight114
 	VMOVUPS.Z (SI)(R8*4), K2, Z8
 	VADDPS    Z5, Z8, Z8
 	VMULPS    Z8, Z7, Z7
 
-noweight80:
+noweight114:
 	VFPCLASSPSZ    $0xa1, Z7, K3
 	KORTESTW       K3, K3
-	JNZ            bf16fix81
+	JNZ            bf16fix115
 	BYTE $0x62; BYTE $0x72; BYTE $0x47; BYTE $0x48; BYTE $0x72; BYTE $0xc7 // VCVTNE2PS2BF16 Z7, Z7, Z8
 
-bf16fixed82:
+bf16fixed116:
 	VMOVDQU16 Z8, K2, (CX)(R8*2)
 	ADDQ      R10, R8
 	CMPQ      R8, job_d+0(AX)
@@ -56259,7 +58689,7 @@ bf16fix55:
 	VPERMT2W     Z8, Z2, Z8
 	JMP          bf16fixed56
 
-bf16fix61:
+bf16fix60:
 	VPSRLD       $0x10, Z7, Z12
 	VPANDD       Z0, Z12, Z12
 	VPADDD       Z1, Z12, Z12
@@ -56273,9 +58703,9 @@ bf16fix61:
 	VFPCLASSPSZ  $0x81, Z8, K2
 	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z7
 	VPERMT2W     Z7, Z2, Z12
-	JMP          bf16fixed62
+	JMP          bf16fixed61
 
-bf16fix63:
+bf16fix62:
 	VPSRLD       $0x10, Z9, Z12
 	VPANDD       Z0, Z12, Z12
 	VPADDD       Z1, Z12, Z12
@@ -56289,9 +58719,9 @@ bf16fix63:
 	VFPCLASSPSZ  $0x81, Z10, K2
 	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z9
 	VPERMT2W     Z9, Z2, Z12
-	JMP          bf16fixed64
+	JMP          bf16fixed63
 
-bf16fix67:
+bf16fix64:
 	VPSRLD       $0x10, Z7, Z12
 	VPANDD       Z0, Z12, Z12
 	VPADDD       Z1, Z12, Z12
@@ -56305,9 +58735,9 @@ bf16fix67:
 	VFPCLASSPSZ  $0x81, Z8, K2
 	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z7
 	VPERMT2W     Z7, Z2, Z12
-	JMP          bf16fixed68
+	JMP          bf16fixed65
 
-bf16fix69:
+bf16fix66:
 	VPSRLD       $0x10, Z9, Z7
 	VPANDD       Z0, Z7, Z7
 	VPADDD       Z1, Z7, Z7
@@ -56321,19 +58751,265 @@ bf16fix69:
 	VFPCLASSPSZ  $0x81, Z10, K2
 	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z8
 	VPERMT2W     Z8, Z2, Z7
-	JMP          bf16fixed70
+	JMP          bf16fixed67
+
+bf16fix70:
+	VPSRLD       $0x10, Z7, Z12
+	VPANDD       Z0, Z12, Z12
+	VPADDD       Z1, Z12, Z12
+	VPADDD       Z7, Z12, Z12
+	VFPCLASSPSZ  $0x81, Z7, K2
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z12
+	VPSRLD       $0x10, Z8, Z7
+	VPANDD       Z0, Z7, Z7
+	VPADDD       Z1, Z7, Z7
+	VPADDD       Z8, Z7, Z7
+	VFPCLASSPSZ  $0x81, Z8, K2
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z7
+	VPERMT2W     Z7, Z2, Z12
+	JMP          bf16fixed71
 
 bf16fix72:
-	VPSRLD       $0x10, Z7, Z8
-	VPANDD       Z0, Z8, Z8
-	VPADDD       Z1, Z8, Z8
-	VPADDD       Z7, Z8, Z8
-	VFPCLASSPSZ  $0x81, Z7, K2
-	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z8
-	VPERMT2W     Z8, Z2, Z8
+	VPSRLD       $0x10, Z9, Z12
+	VPANDD       Z0, Z12, Z12
+	VPADDD       Z1, Z12, Z12
+	VPADDD       Z9, Z12, Z12
+	VFPCLASSPSZ  $0x81, Z9, K2
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z12
+	VPSRLD       $0x10, Z10, Z9
+	VPANDD       Z0, Z9, Z9
+	VPADDD       Z1, Z9, Z9
+	VPADDD       Z10, Z9, Z9
+	VFPCLASSPSZ  $0x81, Z10, K2
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z9
+	VPERMT2W     Z9, Z2, Z12
 	JMP          bf16fixed73
 
-bf16fix75:
+bf16fix74:
+	VPSRLD       $0x10, Z7, Z12
+	VPANDD       Z0, Z12, Z12
+	VPADDD       Z1, Z12, Z12
+	VPADDD       Z7, Z12, Z12
+	VFPCLASSPSZ  $0x81, Z7, K2
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z12
+	VPSRLD       $0x10, Z8, Z7
+	VPANDD       Z0, Z7, Z7
+	VPADDD       Z1, Z7, Z7
+	VPADDD       Z8, Z7, Z7
+	VFPCLASSPSZ  $0x81, Z8, K2
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z7
+	VPERMT2W     Z7, Z2, Z12
+	JMP          bf16fixed75
+
+bf16fix76:
+	VPSRLD       $0x10, Z9, Z7
+	VPANDD       Z0, Z7, Z7
+	VPADDD       Z1, Z7, Z7
+	VPADDD       Z9, Z7, Z7
+	VFPCLASSPSZ  $0x81, Z9, K2
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z7
+	VPSRLD       $0x10, Z10, Z8
+	VPANDD       Z0, Z8, Z8
+	VPADDD       Z1, Z8, Z8
+	VPADDD       Z10, Z8, Z8
+	VFPCLASSPSZ  $0x81, Z10, K2
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z8
+	VPERMT2W     Z8, Z2, Z7
+	JMP          bf16fixed77
+
+bf16fix79:
+	VPSRLD       $0x10, Z7, Z12
+	VPANDD       Z0, Z12, Z12
+	VPADDD       Z1, Z12, Z12
+	VPADDD       Z7, Z12, Z12
+	VFPCLASSPSZ  $0x81, Z7, K2
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z12
+	VPSRLD       $0x10, Z8, Z7
+	VPANDD       Z0, Z7, Z7
+	VPADDD       Z1, Z7, Z7
+	VPADDD       Z8, Z7, Z7
+	VFPCLASSPSZ  $0x81, Z8, K2
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z7
+	VPERMT2W     Z7, Z2, Z12
+	JMP          bf16fixed80
+
+bf16fix81:
+	VPSRLD       $0x10, Z9, Z7
+	VPANDD       Z0, Z7, Z7
+	VPADDD       Z1, Z7, Z7
+	VPADDD       Z9, Z7, Z7
+	VFPCLASSPSZ  $0x81, Z9, K2
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z7
+	VPSRLD       $0x10, Z10, Z8
+	VPANDD       Z0, Z8, Z8
+	VPADDD       Z1, Z8, Z8
+	VPADDD       Z10, Z8, Z8
+	VFPCLASSPSZ  $0x81, Z10, K2
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z8
+	VPERMT2W     Z8, Z2, Z7
+	JMP          bf16fixed82
+
+bf16fix84:
+	VPSRLD       $0x10, Z7, Z12
+	VPANDD       Z0, Z12, Z12
+	VPADDD       Z1, Z12, Z12
+	VPADDD       Z7, Z12, Z12
+	VFPCLASSPSZ  $0x81, Z7, K2
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z12
+	VPSRLD       $0x10, Z8, Z7
+	VPANDD       Z0, Z7, Z7
+	VPADDD       Z1, Z7, Z7
+	VPADDD       Z8, Z7, Z7
+	VFPCLASSPSZ  $0x81, Z8, K2
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z7
+	VPERMT2W     Z7, Z2, Z12
+	JMP          bf16fixed85
+
+bf16fix86:
+	VPSRLD       $0x10, Z9, Z12
+	VPANDD       Z0, Z12, Z12
+	VPADDD       Z1, Z12, Z12
+	VPADDD       Z9, Z12, Z12
+	VFPCLASSPSZ  $0x81, Z9, K2
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z12
+	VPSRLD       $0x10, Z10, Z9
+	VPANDD       Z0, Z9, Z9
+	VPADDD       Z1, Z9, Z9
+	VPADDD       Z10, Z9, Z9
+	VFPCLASSPSZ  $0x81, Z10, K2
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z9
+	VPERMT2W     Z9, Z2, Z12
+	JMP          bf16fixed87
+
+bf16fix88:
+	VPSRLD       $0x10, Z7, Z12
+	VPANDD       Z0, Z12, Z12
+	VPADDD       Z1, Z12, Z12
+	VPADDD       Z7, Z12, Z12
+	VFPCLASSPSZ  $0x81, Z7, K2
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z12
+	VPSRLD       $0x10, Z8, Z7
+	VPANDD       Z0, Z7, Z7
+	VPADDD       Z1, Z7, Z7
+	VPADDD       Z8, Z7, Z7
+	VFPCLASSPSZ  $0x81, Z8, K2
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z7
+	VPERMT2W     Z7, Z2, Z12
+	JMP          bf16fixed89
+
+bf16fix90:
+	VPSRLD       $0x10, Z9, Z7
+	VPANDD       Z0, Z7, Z7
+	VPADDD       Z1, Z7, Z7
+	VPADDD       Z9, Z7, Z7
+	VFPCLASSPSZ  $0x81, Z9, K2
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z7
+	VPSRLD       $0x10, Z10, Z8
+	VPANDD       Z0, Z8, Z8
+	VPADDD       Z1, Z8, Z8
+	VPADDD       Z10, Z8, Z8
+	VFPCLASSPSZ  $0x81, Z10, K2
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z8
+	VPERMT2W     Z8, Z2, Z7
+	JMP          bf16fixed91
+
+bf16fix93:
+	VPSRLD       $0x10, Z7, Z12
+	VPANDD       Z0, Z12, Z12
+	VPADDD       Z1, Z12, Z12
+	VPADDD       Z7, Z12, Z12
+	VFPCLASSPSZ  $0x81, Z7, K2
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z12
+	VPSRLD       $0x10, Z8, Z7
+	VPANDD       Z0, Z7, Z7
+	VPADDD       Z1, Z7, Z7
+	VPADDD       Z8, Z7, Z7
+	VFPCLASSPSZ  $0x81, Z8, K2
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z7
+	VPERMT2W     Z7, Z2, Z12
+	JMP          bf16fixed94
+
+bf16fix95:
+	VPSRLD       $0x10, Z9, Z12
+	VPANDD       Z0, Z12, Z12
+	VPADDD       Z1, Z12, Z12
+	VPADDD       Z9, Z12, Z12
+	VFPCLASSPSZ  $0x81, Z9, K2
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z12
+	VPSRLD       $0x10, Z10, Z9
+	VPANDD       Z0, Z9, Z9
+	VPADDD       Z1, Z9, Z9
+	VPADDD       Z10, Z9, Z9
+	VFPCLASSPSZ  $0x81, Z10, K2
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z9
+	VPERMT2W     Z9, Z2, Z12
+	JMP          bf16fixed96
+
+bf16fix97:
+	VPSRLD       $0x10, Z7, Z12
+	VPANDD       Z0, Z12, Z12
+	VPADDD       Z1, Z12, Z12
+	VPADDD       Z7, Z12, Z12
+	VFPCLASSPSZ  $0x81, Z7, K2
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z12
+	VPSRLD       $0x10, Z8, Z7
+	VPANDD       Z0, Z7, Z7
+	VPADDD       Z1, Z7, Z7
+	VPADDD       Z8, Z7, Z7
+	VFPCLASSPSZ  $0x81, Z8, K2
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z7
+	VPERMT2W     Z7, Z2, Z12
+	JMP          bf16fixed98
+
+bf16fix99:
+	VPSRLD       $0x10, Z9, Z7
+	VPANDD       Z0, Z7, Z7
+	VPADDD       Z1, Z7, Z7
+	VPADDD       Z9, Z7, Z7
+	VFPCLASSPSZ  $0x81, Z9, K2
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z7
+	VPSRLD       $0x10, Z10, Z8
+	VPANDD       Z0, Z8, Z8
+	VPADDD       Z1, Z8, Z8
+	VPADDD       Z10, Z8, Z8
+	VFPCLASSPSZ  $0x81, Z10, K2
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z8
+	VPERMT2W     Z8, Z2, Z7
+	JMP          bf16fixed100
+
+bf16fix101:
+	VPSRLD       $0x10, Z7, Z12
+	VPANDD       Z0, Z12, Z12
+	VPADDD       Z1, Z12, Z12
+	VPADDD       Z7, Z12, Z12
+	VFPCLASSPSZ  $0x81, Z7, K2
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z12
+	VPSRLD       $0x10, Z8, Z7
+	VPANDD       Z0, Z7, Z7
+	VPADDD       Z1, Z7, Z7
+	VPADDD       Z8, Z7, Z7
+	VFPCLASSPSZ  $0x81, Z8, K2
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z7
+	VPERMT2W     Z7, Z2, Z12
+	JMP          bf16fixed102
+
+bf16fix103:
+	VPSRLD       $0x10, Z9, Z7
+	VPANDD       Z0, Z7, Z7
+	VPADDD       Z1, Z7, Z7
+	VPADDD       Z9, Z7, Z7
+	VFPCLASSPSZ  $0x81, Z9, K2
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z7
+	VPSRLD       $0x10, Z10, Z8
+	VPANDD       Z0, Z8, Z8
+	VPADDD       Z1, Z8, Z8
+	VPADDD       Z10, Z8, Z8
+	VFPCLASSPSZ  $0x81, Z10, K2
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z8
+	VPERMT2W     Z8, Z2, Z7
+	JMP          bf16fixed104
+
+bf16fix106:
 	VPSRLD       $0x10, Z7, Z8
 	VPANDD       Z0, Z8, Z8
 	VPADDD       Z1, Z8, Z8
@@ -56341,9 +59017,19 @@ bf16fix75:
 	VFPCLASSPSZ  $0x81, Z7, K2
 	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z8
 	VPERMT2W     Z8, Z2, Z8
-	JMP          bf16fixed76
+	JMP          bf16fixed107
 
-bf16fix78:
+bf16fix109:
+	VPSRLD       $0x10, Z7, Z8
+	VPANDD       Z0, Z8, Z8
+	VPADDD       Z1, Z8, Z8
+	VPADDD       Z7, Z8, Z8
+	VFPCLASSPSZ  $0x81, Z7, K2
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z8
+	VPERMT2W     Z8, Z2, Z8
+	JMP          bf16fixed110
+
+bf16fix112:
 	VPSRLD       $0x10, Z7, Z8
 	VPANDD       Z0, Z8, Z8
 	VPADDD       Z1, Z8, Z8
@@ -56351,9 +59037,9 @@ bf16fix78:
 	VFPCLASSPSZ  $0x81, Z7, K3
 	VPBROADCASTD avx512bfnanhigh<>+0(SB), K3, Z8
 	VPERMT2W     Z8, Z2, Z8
-	JMP          bf16fixed79
+	JMP          bf16fixed113
 
-bf16fix81:
+bf16fix115:
 	VPSRLD       $0x10, Z7, Z8
 	VPANDD       Z0, Z8, Z8
 	VPADDD       Z1, Z8, Z8
@@ -56361,7 +59047,7 @@ bf16fix81:
 	VFPCLASSPSZ  $0x81, Z7, K3
 	VPBROADCASTD avx512bfnanhigh<>+0(SB), K3, Z8
 	VPERMT2W     Z8, Z2, Z8
-	JMP          bf16fixed82
+	JMP          bf16fixed116
 
 // func avx512bf16ForwardLayerBF16(j uintptr, from int, to int) int
 // Requires: AVX, AVX512BF16, AVX512BW, AVX512DQ, AVX512F, MMX+
@@ -59603,6 +62289,10 @@ longrows69:
 	ANDQ  R11, R12
 	ADDQ  DX, R10
 	MOVL  job_flags+0(AX), R11
+	TESTQ SI, SI
+	JZ    scalentloopnoweight
+	TESTL $0x00000010, R11
+	JNZ   scalentloopoffset
 
 	PCALIGN $32
 scalentloop:
@@ -59654,45 +62344,88 @@ bf16fixed75:
 	VPERMW.Z Z13, Z4, K1, Z11
 
 notrn71:
-	TESTQ  SI, SI
-	JZ     weighed77
-	TESTL  $0x00000010, R11
-	JNZ    offset76
 	VMULPS (SI)(R8*4), Z8, Z8
 	VMULPS 64(SI)(R8*4), Z9, Z9
 	VMULPS 128(SI)(R8*4), Z10, Z10
 	VMULPS 192(SI)(R8*4), Z11, Z11
+	MOVQ   job_bias+0(AX), R11
+	TESTQ  R11, R11
+	JZ     nobias76
+	VADDPS (R11)(R8*4), Z8, Z8
+	VADDPS 64(R11)(R8*4), Z9, Z9
+	VADDPS 128(R11)(R8*4), Z10, Z10
+	VADDPS 192(R11)(R8*4), Z11, Z11
 
-weighed77:
-	MOVQ   job_bias+0(AX), R13
-	TESTQ  R13, R13
-	JZ     nobias78
-	VADDPS (R13)(R8*4), Z8, Z8
-	VADDPS 64(R13)(R8*4), Z9, Z9
-	VADDPS 128(R13)(R8*4), Z10, Z10
-	VADDPS 192(R13)(R8*4), Z11, Z11
-
-nobias78:
+nobias76:
 	VFPCLASSPSZ    $0xa1, Z8, K2
 	VFPCLASSPSZ    $0xa1, Z9, K3
 	KORTESTW       K3, K2
-	JNZ            bf16fix79
+	JNZ            bf16fix77
 	BYTE $0x62; BYTE $0x52; BYTE $0x37; BYTE $0x48; BYTE $0x72; BYTE $0xe8 // VCVTNE2PS2BF16 Z8, Z9, Z13
 
-bf16fixed80:
+bf16fixed78:
 	VMOVNTDQ       Z13, (CX)(R8*2)
 	VFPCLASSPSZ    $0xa1, Z10, K2
 	VFPCLASSPSZ    $0xa1, Z11, K3
 	KORTESTW       K3, K2
-	JNZ            bf16fix81
+	JNZ            bf16fix79
 	BYTE $0x62; BYTE $0x52; BYTE $0x27; BYTE $0x48; BYTE $0x72; BYTE $0xc2 // VCVTNE2PS2BF16 Z10, Z11, Z8
 
-bf16fixed82:
+bf16fixed80:
 	VMOVNTDQ Z8, 64(CX)(R8*2)
 	ADDQ     $0x00000040, R8
 	JMP      scalentloop
 
-offset76:
+	PCALIGN $32
+scalentloopoffset:
+	CMPQ       R8, R9
+	JG         scaletail
+	PREFETCHT0 (R10)(R8*4)
+	PREFETCHT0 64(R10)(R8*4)
+	PREFETCHT0 128(R10)(R8*4)
+	PREFETCHT0 192(R10)(R8*4)
+	TESTQ      R12, R12
+	JZ         noadd81
+	PREFETCHT0 (R12)(R8*4)
+	PREFETCHT0 64(R12)(R8*4)
+	PREFETCHT0 128(R12)(R8*4)
+	PREFETCHT0 192(R12)(R8*4)
+
+noadd81:
+	VMOVUPS        (DX)(R8*4), Z8
+	VSUBPS         Z6, Z8, Z8
+	VMULPS         Z7, Z8, Z8
+	VMOVUPS        64(DX)(R8*4), Z9
+	VSUBPS         Z6, Z9, Z9
+	VMULPS         Z7, Z9, Z9
+	VMOVUPS        128(DX)(R8*4), Z10
+	VSUBPS         Z6, Z10, Z10
+	VMULPS         Z7, Z10, Z10
+	VMOVUPS        192(DX)(R8*4), Z11
+	VSUBPS         Z6, Z11, Z11
+	VMULPS         Z7, Z11, Z11
+	TESTL          $0x00000008, job_flags+0(AX)
+	JZ             notrn82
+	VFPCLASSPSZ    $0xa1, Z8, K2
+	VFPCLASSPSZ    $0xa1, Z9, K3
+	KORTESTW       K3, K2
+	JNZ            bf16fix83
+	BYTE $0x62; BYTE $0x52; BYTE $0x37; BYTE $0x48; BYTE $0x72; BYTE $0xe8 // VCVTNE2PS2BF16 Z8, Z9, Z13
+
+bf16fixed84:
+	VPERMW.Z       Z13, Z3, K1, Z8
+	VPERMW.Z       Z13, Z4, K1, Z9
+	VFPCLASSPSZ    $0xa1, Z10, K2
+	VFPCLASSPSZ    $0xa1, Z11, K3
+	KORTESTW       K3, K2
+	JNZ            bf16fix85
+	BYTE $0x62; BYTE $0x52; BYTE $0x27; BYTE $0x48; BYTE $0x72; BYTE $0xea // VCVTNE2PS2BF16 Z10, Z11, Z13
+
+bf16fixed86:
+	VPERMW.Z Z13, Z3, K1, Z10
+	VPERMW.Z Z13, Z4, K1, Z11
+
+notrn82:
 	VMOVUPS (SI)(R8*4), Z13
 	VADDPS  Z5, Z13, Z13
 	VMULPS  Z13, Z8, Z8
@@ -59705,7 +62438,89 @@ offset76:
 	VMOVUPS 192(SI)(R8*4), Z13
 	VADDPS  Z5, Z13, Z13
 	VMULPS  Z13, Z11, Z11
-	JMP     weighed77
+	MOVQ    job_bias+0(AX), R11
+	TESTQ   R11, R11
+	JZ      nobias87
+	VADDPS  (R11)(R8*4), Z8, Z8
+	VADDPS  64(R11)(R8*4), Z9, Z9
+	VADDPS  128(R11)(R8*4), Z10, Z10
+	VADDPS  192(R11)(R8*4), Z11, Z11
+
+nobias87:
+	VFPCLASSPSZ    $0xa1, Z8, K2
+	VFPCLASSPSZ    $0xa1, Z9, K3
+	KORTESTW       K3, K2
+	JNZ            bf16fix88
+	BYTE $0x62; BYTE $0x52; BYTE $0x37; BYTE $0x48; BYTE $0x72; BYTE $0xe8 // VCVTNE2PS2BF16 Z8, Z9, Z13
+
+bf16fixed89:
+	VMOVNTDQ       Z13, (CX)(R8*2)
+	VFPCLASSPSZ    $0xa1, Z10, K2
+	VFPCLASSPSZ    $0xa1, Z11, K3
+	KORTESTW       K3, K2
+	JNZ            bf16fix90
+	BYTE $0x62; BYTE $0x52; BYTE $0x27; BYTE $0x48; BYTE $0x72; BYTE $0xc2 // VCVTNE2PS2BF16 Z10, Z11, Z8
+
+bf16fixed91:
+	VMOVNTDQ Z8, 64(CX)(R8*2)
+	ADDQ     $0x00000040, R8
+	JMP      scalentloopoffset
+
+	PCALIGN $32
+scalentloopnoweight:
+	CMPQ       R8, R9
+	JG         scaletail
+	PREFETCHT0 (R10)(R8*4)
+	PREFETCHT0 64(R10)(R8*4)
+	PREFETCHT0 128(R10)(R8*4)
+	PREFETCHT0 192(R10)(R8*4)
+	TESTQ      R12, R12
+	JZ         noadd92
+	PREFETCHT0 (R12)(R8*4)
+	PREFETCHT0 64(R12)(R8*4)
+	PREFETCHT0 128(R12)(R8*4)
+	PREFETCHT0 192(R12)(R8*4)
+
+noadd92:
+	VMOVUPS (DX)(R8*4), Z8
+	VSUBPS  Z6, Z8, Z8
+	VMULPS  Z7, Z8, Z8
+	VMOVUPS 64(DX)(R8*4), Z9
+	VSUBPS  Z6, Z9, Z9
+	VMULPS  Z7, Z9, Z9
+	VMOVUPS 128(DX)(R8*4), Z10
+	VSUBPS  Z6, Z10, Z10
+	VMULPS  Z7, Z10, Z10
+	VMOVUPS 192(DX)(R8*4), Z11
+	VSUBPS  Z6, Z11, Z11
+	VMULPS  Z7, Z11, Z11
+	MOVQ    job_bias+0(AX), R11
+	TESTQ   R11, R11
+	JZ      nobias93
+	VADDPS  (R11)(R8*4), Z8, Z8
+	VADDPS  64(R11)(R8*4), Z9, Z9
+	VADDPS  128(R11)(R8*4), Z10, Z10
+	VADDPS  192(R11)(R8*4), Z11, Z11
+
+nobias93:
+	VFPCLASSPSZ    $0xa1, Z8, K2
+	VFPCLASSPSZ    $0xa1, Z9, K3
+	KORTESTW       K3, K2
+	JNZ            bf16fix94
+	BYTE $0x62; BYTE $0x52; BYTE $0x37; BYTE $0x48; BYTE $0x72; BYTE $0xe8 // VCVTNE2PS2BF16 Z8, Z9, Z13
+
+bf16fixed95:
+	VMOVNTDQ       Z13, (CX)(R8*2)
+	VFPCLASSPSZ    $0xa1, Z10, K2
+	VFPCLASSPSZ    $0xa1, Z11, K3
+	KORTESTW       K3, K2
+	JNZ            bf16fix96
+	BYTE $0x62; BYTE $0x52; BYTE $0x27; BYTE $0x48; BYTE $0x72; BYTE $0xc2 // VCVTNE2PS2BF16 Z10, Z11, Z8
+
+bf16fixed97:
+	VMOVNTDQ Z8, 64(CX)(R8*2)
+	ADDQ     $0x00000040, R8
+	JMP      scalentloopnoweight
 
 scaletail:
 	ADDQ $0x00000030, R9
@@ -59717,35 +62532,35 @@ scaleone:
 	VSUBPS         Z6, Z8, Z8
 	VMULPS         Z7, Z8, Z8
 	TESTL          $0x00000008, job_flags+0(AX)
-	JZ             notrn83
+	JZ             notrn98
 	VFPCLASSPSZ    $0xa1, Z8, K2
 	KORTESTW       K2, K2
-	JNZ            bf16fix84
+	JNZ            bf16fix99
 	BYTE $0x62; BYTE $0x52; BYTE $0x3f; BYTE $0x48; BYTE $0x72; BYTE $0xc8 // VCVTNE2PS2BF16 Z8, Z8, Z9
 
-bf16fixed85:
+bf16fixed100:
 	VPERMW.Z Z9, Z3, K1, Z8
 
-notrn83:
+notrn98:
 	TESTQ   SI, SI
-	JZ      noweight86
+	JZ      noweight101
 	VMOVUPS (SI)(R8*4), Z9
 	VADDPS  Z5, Z9, Z9
 	VMULPS  Z9, Z8, Z8
 
-noweight86:
+noweight101:
 	MOVQ   job_bias+0(AX), R10
 	TESTQ  R10, R10
-	JZ     nobias87
+	JZ     nobias102
 	VADDPS (R10)(R8*4), Z8, Z8
 
-nobias87:
+nobias102:
 	VFPCLASSPSZ    $0xa1, Z8, K2
 	KORTESTW       K2, K2
-	JNZ            bf16fix88
+	JNZ            bf16fix103
 	BYTE $0x62; BYTE $0x52; BYTE $0x3f; BYTE $0x48; BYTE $0x72; BYTE $0xc8 // VCVTNE2PS2BF16 Z8, Z8, Z9
 
-bf16fixed89:
+bf16fixed104:
 	VEXTRACTI64X4 $0x00, Z9, (CX)(R8*2)
 	ADDQ          $0x00000010, R8
 	JMP           scaleone
@@ -59763,36 +62578,36 @@ partout:
 	VSUBPS         Z6, Z8, Z8
 	VMULPS         Z8, Z7, Z8
 	TESTL          $0x00000008, job_flags+0(AX)
-	JZ             notrn90
+	JZ             notrn105
 	VFPCLASSPSZ    $0xa1, Z8, K3
 	KORTESTW       K3, K3
-	JNZ            bf16fix91
+	JNZ            bf16fix106
 	BYTE $0x62; BYTE $0x52; BYTE $0x3f; BYTE $0x48; BYTE $0x72; BYTE $0xc8 // VCVTNE2PS2BF16 Z8, Z8, Z9
 
-bf16fixed92:
+bf16fixed107:
 	VPERMW.Z Z9, Z3, K1, Z8
 
-notrn90:
+notrn105:
 	TESTQ     SI, SI
-	JZ        noweight93
+	JZ        noweight108
 	VMOVUPS.Z (SI)(R8*4), K2, Z9
 	VADDPS    Z5, Z9, Z9
 	VMULPS    Z9, Z8, Z8
 
-noweight93:
+noweight108:
 	MOVQ      job_bias+0(AX), R11
 	TESTQ     R11, R11
-	JZ        nobias94
+	JZ        nobias109
 	VMOVUPS.Z (R11)(R8*4), K2, Z9
 	VADDPS    Z9, Z8, Z8
 
-nobias94:
+nobias109:
 	VFPCLASSPSZ    $0xa1, Z8, K3
 	KORTESTW       K3, K3
-	JNZ            bf16fix95
+	JNZ            bf16fix110
 	BYTE $0x62; BYTE $0x52; BYTE $0x3f; BYTE $0x48; BYTE $0x72; BYTE $0xc8 // VCVTNE2PS2BF16 Z8, Z8, Z9
 
-bf16fixed96:
+bf16fixed111:
 	VMOVDQU16 Z9, K2, (CX)(R8*2)
 	ADDQ      R10, R8
 	CMPQ      R8, job_d+0(AX)
@@ -60193,7 +63008,7 @@ bf16fix74:
 	VPERMT2W     Z10, Z2, Z13
 	JMP          bf16fixed75
 
-bf16fix79:
+bf16fix77:
 	VPSRLD       $0x10, Z8, Z13
 	VPANDD       Z0, Z13, Z13
 	VPADDD       Z1, Z13, Z13
@@ -60207,9 +63022,9 @@ bf16fix79:
 	VFPCLASSPSZ  $0x81, Z9, K2
 	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z8
 	VPERMT2W     Z8, Z2, Z13
-	JMP          bf16fixed80
+	JMP          bf16fixed78
 
-bf16fix81:
+bf16fix79:
 	VPSRLD       $0x10, Z10, Z8
 	VPANDD       Z0, Z8, Z8
 	VPADDD       Z1, Z8, Z8
@@ -60223,19 +63038,105 @@ bf16fix81:
 	VFPCLASSPSZ  $0x81, Z11, K2
 	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z9
 	VPERMT2W     Z9, Z2, Z8
-	JMP          bf16fixed82
+	JMP          bf16fixed80
 
-bf16fix84:
-	VPSRLD       $0x10, Z8, Z9
-	VPANDD       Z0, Z9, Z9
-	VPADDD       Z1, Z9, Z9
-	VPADDD       Z8, Z9, Z9
+bf16fix83:
+	VPSRLD       $0x10, Z8, Z13
+	VPANDD       Z0, Z13, Z13
+	VPADDD       Z1, Z13, Z13
+	VPADDD       Z8, Z13, Z13
 	VFPCLASSPSZ  $0x81, Z8, K2
-	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z9
-	VPERMT2W     Z9, Z2, Z9
-	JMP          bf16fixed85
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z13
+	VPSRLD       $0x10, Z9, Z8
+	VPANDD       Z0, Z8, Z8
+	VPADDD       Z1, Z8, Z8
+	VPADDD       Z9, Z8, Z8
+	VFPCLASSPSZ  $0x81, Z9, K2
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z8
+	VPERMT2W     Z8, Z2, Z13
+	JMP          bf16fixed84
+
+bf16fix85:
+	VPSRLD       $0x10, Z10, Z13
+	VPANDD       Z0, Z13, Z13
+	VPADDD       Z1, Z13, Z13
+	VPADDD       Z10, Z13, Z13
+	VFPCLASSPSZ  $0x81, Z10, K2
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z13
+	VPSRLD       $0x10, Z11, Z10
+	VPANDD       Z0, Z10, Z10
+	VPADDD       Z1, Z10, Z10
+	VPADDD       Z11, Z10, Z10
+	VFPCLASSPSZ  $0x81, Z11, K2
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z10
+	VPERMT2W     Z10, Z2, Z13
+	JMP          bf16fixed86
 
 bf16fix88:
+	VPSRLD       $0x10, Z8, Z13
+	VPANDD       Z0, Z13, Z13
+	VPADDD       Z1, Z13, Z13
+	VPADDD       Z8, Z13, Z13
+	VFPCLASSPSZ  $0x81, Z8, K2
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z13
+	VPSRLD       $0x10, Z9, Z8
+	VPANDD       Z0, Z8, Z8
+	VPADDD       Z1, Z8, Z8
+	VPADDD       Z9, Z8, Z8
+	VFPCLASSPSZ  $0x81, Z9, K2
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z8
+	VPERMT2W     Z8, Z2, Z13
+	JMP          bf16fixed89
+
+bf16fix90:
+	VPSRLD       $0x10, Z10, Z8
+	VPANDD       Z0, Z8, Z8
+	VPADDD       Z1, Z8, Z8
+	VPADDD       Z10, Z8, Z8
+	VFPCLASSPSZ  $0x81, Z10, K2
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z8
+	VPSRLD       $0x10, Z11, Z9
+	VPANDD       Z0, Z9, Z9
+	VPADDD       Z1, Z9, Z9
+	VPADDD       Z11, Z9, Z9
+	VFPCLASSPSZ  $0x81, Z11, K2
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z9
+	VPERMT2W     Z9, Z2, Z8
+	JMP          bf16fixed91
+
+bf16fix94:
+	VPSRLD       $0x10, Z8, Z13
+	VPANDD       Z0, Z13, Z13
+	VPADDD       Z1, Z13, Z13
+	VPADDD       Z8, Z13, Z13
+	VFPCLASSPSZ  $0x81, Z8, K2
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z13
+	VPSRLD       $0x10, Z9, Z8
+	VPANDD       Z0, Z8, Z8
+	VPADDD       Z1, Z8, Z8
+	VPADDD       Z9, Z8, Z8
+	VFPCLASSPSZ  $0x81, Z9, K2
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z8
+	VPERMT2W     Z8, Z2, Z13
+	JMP          bf16fixed95
+
+bf16fix96:
+	VPSRLD       $0x10, Z10, Z8
+	VPANDD       Z0, Z8, Z8
+	VPADDD       Z1, Z8, Z8
+	VPADDD       Z10, Z8, Z8
+	VFPCLASSPSZ  $0x81, Z10, K2
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z8
+	VPSRLD       $0x10, Z11, Z9
+	VPANDD       Z0, Z9, Z9
+	VPADDD       Z1, Z9, Z9
+	VPADDD       Z11, Z9, Z9
+	VFPCLASSPSZ  $0x81, Z11, K2
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z9
+	VPERMT2W     Z9, Z2, Z8
+	JMP          bf16fixed97
+
+bf16fix99:
 	VPSRLD       $0x10, Z8, Z9
 	VPANDD       Z0, Z9, Z9
 	VPADDD       Z1, Z9, Z9
@@ -60243,9 +63144,19 @@ bf16fix88:
 	VFPCLASSPSZ  $0x81, Z8, K2
 	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z9
 	VPERMT2W     Z9, Z2, Z9
-	JMP          bf16fixed89
+	JMP          bf16fixed100
 
-bf16fix91:
+bf16fix103:
+	VPSRLD       $0x10, Z8, Z9
+	VPANDD       Z0, Z9, Z9
+	VPADDD       Z1, Z9, Z9
+	VPADDD       Z8, Z9, Z9
+	VFPCLASSPSZ  $0x81, Z8, K2
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z9
+	VPERMT2W     Z9, Z2, Z9
+	JMP          bf16fixed104
+
+bf16fix106:
 	VPSRLD       $0x10, Z8, Z9
 	VPANDD       Z0, Z9, Z9
 	VPADDD       Z1, Z9, Z9
@@ -60253,9 +63164,9 @@ bf16fix91:
 	VFPCLASSPSZ  $0x81, Z8, K3
 	VPBROADCASTD avx512bfnanhigh<>+0(SB), K3, Z9
 	VPERMT2W     Z9, Z2, Z9
-	JMP          bf16fixed92
+	JMP          bf16fixed107
 
-bf16fix95:
+bf16fix110:
 	VPSRLD       $0x10, Z8, Z9
 	VPANDD       Z0, Z9, Z9
 	VPADDD       Z1, Z9, Z9
@@ -60263,7 +63174,7 @@ bf16fix95:
 	VFPCLASSPSZ  $0x81, Z8, K3
 	VPBROADCASTD avx512bfnanhigh<>+0(SB), K3, Z9
 	VPERMT2W     Z9, Z2, Z9
-	JMP          bf16fixed96
+	JMP          bf16fixed111
 
 // func avx512bf16NarrowBF16(dst uintptr, src uintptr, n int)
 // Requires: AVX, AVX512BF16, AVX512BW, AVX512DQ, AVX512F

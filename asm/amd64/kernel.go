@@ -1175,8 +1175,9 @@ func (g *gen) scale(src GPVirtual, invv, one VecVirtual) {
 	SUBQ(U32(unroll*s.lanes), lim)
 	// forms emits a loop for each weight form, named name, name+"offset" and name+"noweight",
 	// chosen once per row by w and flagOffset (from fl when it is set): a test per iteration
-	// measured 5% slower on avx512 binary16 rows in L1.
-	forms := func(name string, pf, fl GPVirtual) {
+	// measured 5% slower on avx512 binary16 rows in L1. The non-temporal loops (nt) read flagOffset
+	// from fl without testing flagPF in it (see scaleLoop).
+	forms := func(name string, pf, fl GPVirtual, nt bool) {
 		TESTQ(g.w, g.w)
 		JZ(LabelRef(name + "noweight"))
 		if fl != nil {
@@ -1185,9 +1186,12 @@ func (g *gen) scale(src GPVirtual, invv, one VecVirtual) {
 			TESTL(U32(spec.FlagOffset), g.flags())
 		}
 		JNZ(LabelRef(name + "offset"))
-		g.scaleLoop(name, src, i, lim, pf, fl, invv, one, false, spec.Weighted)
-		g.scaleLoop(name+"offset", src, i, lim, pf, fl, invv, one, false, spec.Offset)
-		g.scaleLoop(name+"noweight", src, i, lim, pf, fl, invv, one, false, spec.Unweighted)
+		if nt {
+			fl = nil
+		}
+		g.scaleLoop(name, src, i, lim, pf, fl, invv, one, nt, spec.Weighted)
+		g.scaleLoop(name+"offset", src, i, lim, pf, fl, invv, one, nt, spec.Offset)
+		g.scaleLoop(name+"noweight", src, i, lim, pf, fl, invv, one, nt, spec.Unweighted)
 	}
 	var pf, fl GPVirtual
 	if g.oneLoop() {
@@ -1197,7 +1201,7 @@ func (g *gen) scale(src GPVirtual, invv, one VecVirtual) {
 		MOVL(g.flags(), fl)
 		TESTL(U32(spec.FlagNT), fl)
 		JNZ(LabelRef("scalent"))
-		forms("scaleloop", pf, fl)
+		forms("scaleloop", pf, fl, false)
 	} else {
 		// A loop for each memory mode (and weight form), chosen once per row: flagNT comes with
 		// or without flagPF (see scaleLoop).
@@ -1205,13 +1209,13 @@ func (g *gen) scale(src GPVirtual, invv, one VecVirtual) {
 		JNZ(LabelRef("scalent"))
 		TESTL(U32(spec.FlagPF), g.flags())
 		JNZ(LabelRef("scalepf"))
-		forms("scaleloop", nil, nil)
+		forms("scaleloop", nil, nil, false)
 		Label("scalepf")
 		pf = g.pfOffset(1)
 		ADDQ(src, pf)
-		forms("scalepfloop", pf, nil)
-		pf = GP64() // for the non-temporal loop, set at scalentgo
-		fl = GP32() // for the non-temporal loop, which tests w and flagOffset per iteration
+		forms("scalepfloop", pf, nil, false)
+		pf = GP64() // for the non-temporal loops, set at scalentgo
+		fl = GP32() // for the non-temporal loops, which are chosen by w and flagOffset in it
 	}
 
 	Label("scalent")
@@ -1248,9 +1252,28 @@ func (g *gen) scale(src GPVirtual, invv, one VecVirtual) {
 	}
 	ADDQ(src, t)
 	MOVQ(t, pf)
-	// Rows from memory do not notice a test per iteration (see weighLoop).
 	MOVL(g.flags(), fl)
-	g.scaleLoop("scalentloop", src, i, lim, pf, fl, invv, one, true, byFlag)
+	if g.oneLoop() {
+		// 16-bit rows from memory do not notice a test per iteration (see weighLoop).
+		g.scaleLoop("scalentloop", src, i, lim, pf, fl, invv, one, true, byFlag)
+	} else {
+		// Float32 rows take a loop for each weight form, and in the functions of hardwareRows
+		// one with and one without the next row's prefetch, chosen once per row: the tests per
+		// iteration of one loop for all (byFlag and flagPF) cost long streamed rows 2-6%
+		// (avx512 Forward on a Zen 5, alternated in one process, 21 rounds, the medians of the
+		// rounds' ratios: flagNT alone 512x8192 0.963, 768x8192 0.973, 1024x8192 0.942,
+		// 2048x8192 0.978, 384x16384 0.981, 1024x16384 0.980; with flagPF 2048x4096 0.987,
+		// 4096x4096 0.987, 2048x5120 0.974, 16384x4096 1.000).
+		if g.hardwareRows() {
+			TESTL(U32(spec.FlagPF), fl)
+			JZ(LabelRef("scalenthw"))
+		}
+		forms("scalentloop", pf, fl, true)
+		if g.hardwareRows() {
+			Label("scalenthw")
+			forms("scalenthwloop", nil, fl, true)
+		}
+	}
 	g.pfAdd = nil
 
 	Label("scaletail")
@@ -1274,11 +1297,11 @@ func (g *gen) scale(src GPVirtual, invv, one VecVirtual) {
 	Label("scaled")
 }
 
-// hardwareRows reports whether the function's non-temporal scale loop prefetches under flagPF
-// alone, so that the Go side may leave streamed rows to the hardware prefetchers (flagNT without
-// flagPF; streamrule.Hardware): RMSNorm's float32 rows into float32 or 16-bit rows, the rows the
-// rule was measured on. The others' non-temporal loops prefetch whether or not flagPF is set (the
-// Go side never gives them flagNT without it).
+// hardwareRows reports whether the function has non-temporal scale loops without the next row's
+// prefetch, which a row takes when flagPF is clear, so that the Go side may leave streamed rows to
+// the hardware prefetchers (flagNT without flagPF; streamrule.Hardware): RMSNorm's float32 rows
+// into float32 or 16-bit rows, the rows the rule was measured on. The others' non-temporal loops
+// prefetch whether or not flagPF is set (the Go side never gives them flagNT without it).
 func (g *gen) hardwareRows() bool { return !g.in16() && !g.v.Layer }
 
 // oneLoop reports whether the sum and scale passes have one loop for rows with and without
@@ -1291,9 +1314,9 @@ func (g *gen) oneLoop() bool { return g.in16() }
 // to scaletail: prefetching the row at pf as it goes (unless pf is nil), with non-temporal stores
 // when nt. With fl (the flags in a register) and not nt, the prefetches depend on flagPF, tested
 // per iteration with a branch not taken when it is clear: one loop serves rows in cache and rows
-// from memory (see oneLoop). The non-temporal loop (form byFlag) tests w and flagOffset in fl
-// instead (see weighLoop), and flagPF too in the functions of hardwareRows, where flagNT may come
-// without it; elsewhere flagNT comes only with flagPF.
+// from memory (see oneLoop). The non-temporal loop of 16-bit rows (form byFlag) tests w and
+// flagOffset in fl instead (see weighLoop); float32 rows have a non-temporal loop for each form,
+// and one without the prefetch (pf nil) in the functions of hardwareRows (see scale).
 func (g *gen) scaleLoop(name string, src, i, lim, pf, fl GPVirtual, invv, one VecVirtual, nt bool, form spec.Mode) {
 	s := g.s
 	Label(name)
@@ -1313,15 +1336,6 @@ func (g *gen) scaleLoop(name string, src, i, lim, pf, fl GPVirtual, invv, one Ve
 		TESTL(U32(spec.FlagPF), fl)
 		JNZ(LabelRef(pfLines))
 		Label(body)
-	case nt && g.hardwareRows():
-		// Rows from memory prefetch the next row unless the Go side left flagPF out
-		// (streamrule.HardwareRows): a branch per iteration, which they do not notice (see
-		// weighLoop).
-		skip := g.label(name + "nopf")
-		TESTL(U32(spec.FlagPF), fl)
-		JZ(LabelRef(skip))
-		g.prefetchLines(pf, i)
-		Label(skip)
 	case pf != nil:
 		g.prefetchLines(pf, i)
 	}
@@ -1376,9 +1390,10 @@ func (g *gen) scaleLoop(name string, src, i, lim, pf, fl GPVirtual, invv, one Ve
 }
 
 // weighLoop multiplies ts, the products of an iteration of the non-temporal scale loop of a
-// function (spec.Variant.Body), by the weight or by 1 + it, as flagOffset in fl says, or by
-// nothing when w is nil: two branches per iteration, which rows from memory do not notice, where
-// adding -0 to every weight vector measured 10-14% slower (avx2 binary16). Weighted goes straight
+// function of 16-bit rows in (spec.Variant.Body), by the weight or by 1 + it, as flagOffset in fl
+// says, or by nothing when w is nil: two branches per iteration, which such rows from memory do
+// not notice, where adding -0 to every weight vector measured 10-14% slower (avx2 binary16).
+// Float32 rows, which do notice them, have a loop for each form (see scale). Weighted goes straight
 // on; Offset's products are out of the loop's way, in the code the function it returns emits,
 // which the caller places after the loop. The rest of the row (partialOut, the tail) adds c from
 // one.

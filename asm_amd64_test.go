@@ -497,8 +497,9 @@ func TestAsmRows(t *testing.T) {
 // TestAsmHardware holds the functions with non-temporal scale loops that do not prefetch, which a
 // row takes when flagPF is clear (a test of flagPF and a branch to them: the rows left to the
 // hardware prefetchers, flagNT without flagPF; see leftToHardware) to RMSNorm's float32 forward
-// functions into float32 and 16-bit rows, the ones the Go side may give that combination. A
-// prefetch cannot change the bits, so no other test notices a function whose loops lost the
+// functions into float32 and 16-bit rows, the ones the Go side may give that combination; and
+// that every function of float32 rows in has a non-temporal loop per weight form that prefetches.
+// A prefetch cannot change the bits, so no other test notices a function whose loops lost the
 // choice, or a loop that prefetches where it should not (or the other way round).
 func TestAsmHardware(t *testing.T) {
 	test := regexp.MustCompile(fmt.Sprintf(`^TESTL \$0x%08x, [A-Z0-9]+$`, flagPF))
@@ -521,30 +522,50 @@ func TestAsmHardware(t *testing.T) {
 	if !slices.Equal(got, want) {
 		t.Errorf("the functions whose non-temporal loops are chosen by flagPF are %q, want %q", got, want)
 	}
-	// The loops chosen without flagPF (from scalenthw to scaletail) store and do not prefetch;
-	// those chosen with it (from scalentgo) prefetch.
+	// The non-temporal loops of float32 rows, one per weight form, each starting at its bound
+	// check: those chosen with flagPF (from scalentgo; in every function with a loop for each
+	// form) prefetch, and in the functions above those chosen without it (from scalenthw to
+	// scaletail) store and do not prefetch.
 	src, err := os.ReadFile("rmsnorm_amd64.s")
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, name := range want {
-		_, fn, ok := strings.Cut(string(src), "\nTEXT ·"+name+"(SB)")
-		if !ok {
-			t.Fatalf("%s not in rmsnorm_amd64.s", name)
+	bound := regexp.MustCompile(`\tJG\s+scaletail\n`)
+	loops := func(seg string) []string { return bound.Split(seg, -1)[1:] }
+	var hardware []string
+	for _, fn := range strings.Split(string(src), "\nTEXT ·")[1:] {
+		name, _, _ := strings.Cut(fn, "(SB)")
+		_, rest, ok := strings.Cut(fn, "\nscalentgo:\n")
+		if !ok || !strings.Contains(rest, "\nscalentloopoffset:\n") {
+			continue // 16-bit rows in: one non-temporal loop for every form
 		}
-		fn, _, _ = strings.Cut(fn, "\nTEXT ")
-		_, rest, ok1 := strings.Cut(fn, "\nscalentgo:\n")
-		with, rest, ok2 := strings.Cut(rest, "\nscalenthw:\n")
-		without, _, ok3 := strings.Cut(rest, "\nscaletail:\n")
-		switch {
-		case !ok1 || !ok2 || !ok3:
-			t.Errorf("%s: no scalentgo, scalenthw and scaletail in that order", name)
-		case !strings.Contains(with, "PREFETCHT0"):
-			t.Errorf("%s: the non-temporal loops chosen with flagPF do not prefetch", name)
-		case strings.Contains(without, "PREFETCH"):
-			t.Errorf("%s: a non-temporal loop chosen without flagPF prefetches", name)
-		case strings.Count(without, "VMOVNT") < 3:
-			t.Errorf("%s: %d non-temporal stores in the loops chosen without flagPF, want one loop per weight form", name, strings.Count(without, "VMOVNT"))
+		rest, _, _ = strings.Cut(rest, "\nscaletail:\n")
+		with, without, hw := strings.Cut(rest, "\nscalenthw:\n")
+		if hw {
+			hardware = append(hardware, name)
 		}
+		for i, l := range loops(with) {
+			if !strings.Contains(l, "PREFETCHT0") {
+				t.Errorf("%s: non-temporal loop %d chosen with flagPF does not prefetch", name, i)
+			}
+		}
+		if n := len(loops(with)); n != 3 {
+			t.Errorf("%s: %d non-temporal loops chosen with flagPF, want one per weight form", name, n)
+		}
+		if !hw {
+			continue
+		}
+		for i, l := range loops(without) {
+			if strings.Contains(l, "PREFETCH") || !strings.Contains(l, "VMOVNT") {
+				t.Errorf("%s: non-temporal loop %d chosen without flagPF prefetches or has no non-temporal store", name, i)
+			}
+		}
+		if n := len(loops(without)); n != 3 {
+			t.Errorf("%s: %d non-temporal loops chosen without flagPF, want one per weight form", name, n)
+		}
+	}
+	slices.Sort(hardware)
+	if !slices.Equal(hardware, want) {
+		t.Errorf("the functions with non-temporal loops without the prefetch are %q, want %q", hardware, want)
 	}
 }

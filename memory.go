@@ -75,8 +75,8 @@ func (j *job) setMemoryFlags() {
 // prefetchers (flagNT without flagPF): RMSNorm's float32 rows without a residual, back to back
 // (rows a stride apart keep flagPF: see setMemoryFlags), that its kernel's rule in hardwareRows
 // takes by their length and the bytes of x: into float32, and into 16-bit rows where the rule
-// says To16. The rule is the assembly kernels' (the functions that read flagPF in their
-// non-temporal loop); the generic kernel keeps flagPF for touchRow.
+// says To16. The rule is the assembly kernels' (the functions that choose their non-temporal
+// loops by flagPF); the generic kernel keeps flagPF for touchRow.
 func (j *job) leftToHardware() bool {
 	if j.res != nil || j.format.in() != formatF32 || j.layer() || j.stride != j.d {
 		return false

@@ -26,8 +26,10 @@ import (
 //	scale:  y = (x*inv)*w for each row done, with inv read from a stack slot
 //
 // The scale pass comes in three memory modes (ordinary, prefetching the rows ahead, and prefetching
-// with non-temporal stores), chosen by the job's flags once per row, and the ordinary and
-// prefetching loops in three weight forms, chosen by w and flagOffset (spec.Variant.Body). The sum
+// with non-temporal stores), chosen by the job's flags once per row, and each mode's loops in three
+// weight forms, chosen by w and flagOffset (spec.Variant.Body); the non-temporal loop of 16-bit
+// rows is one loop for all three (byFlag), and the functions of hardwareRows have a second set of
+// non-temporal loops, without the prefetch. The sum
 // pass of 16-bit rows prefetches two rows ahead under flagPF; that of float32 rows on this path
 // never does (the scale pass brings the next row in). The AVX2 functions of float32 rows into
 // float32 or float16 rows and of float16 rows into float16, and the AVX-512 ones of float32 rows
@@ -153,7 +155,7 @@ type gen struct {
 	// pfRow, when set, is the row the centered pass prefetches under flagPF instead of the row
 	// after it: the backward pass's dy (layer_backward.go).
 	pfRow GPVirtual
-	// pfAdd, set while the non-temporal scale loop of float32 rows is emitted, holds the row of
+	// pfAdd, set while the non-temporal scale loops of float32 rows are emitted, holds the row of
 	// the rows added (a residual job's x) that prefetchLines brings in beside the next row of h
 	// under FlagNext, or 0 (see setPFAdd).
 	pfAdd GPVirtual
@@ -1165,7 +1167,7 @@ func (g *gen) scaleRows(inv VecVirtual) {
 // one row. With flagPF the lines of the row pfOffset(1) bytes further on are prefetched along the
 // way; with flagNT the aligned middle of the row goes out with non-temporal stores (flagNT comes
 // with flagPF but for the rows left to the hardware prefetchers, in the functions of
-// hardwareRows, whose non-temporal loop then prefetches nothing).
+// hardwareRows, which then take non-temporal loops without the prefetch).
 func (g *gen) scale(src GPVirtual, invv, one VecVirtual) {
 	s := g.s
 	Comment("y = (src*inv)*w, rounded after each multiply.")
@@ -1175,8 +1177,8 @@ func (g *gen) scale(src GPVirtual, invv, one VecVirtual) {
 	SUBQ(U32(unroll*s.lanes), lim)
 	// forms emits a loop for each weight form, named name, name+"offset" and name+"noweight",
 	// chosen once per row by w and flagOffset (from fl when it is set): a test per iteration
-	// measured 5% slower on avx512 binary16 rows in L1. The non-temporal loops (nt) read flagOffset
-	// from fl without testing flagPF in it (see scaleLoop).
+	// measured 5% slower on avx512 binary16 rows in L1. The choice reads flagOffset from fl; the
+	// non-temporal loops (nt) read no flags.
 	forms := func(name string, pf, fl GPVirtual, nt bool) {
 		TESTQ(g.w, g.w)
 		JZ(LabelRef(name + "noweight"))
@@ -1186,9 +1188,6 @@ func (g *gen) scale(src GPVirtual, invv, one VecVirtual) {
 			TESTL(U32(spec.FlagOffset), g.flags())
 		}
 		JNZ(LabelRef(name + "offset"))
-		if nt {
-			fl = nil
-		}
 		g.scaleLoop(name, src, i, lim, pf, fl, invv, one, nt, spec.Weighted)
 		g.scaleLoop(name+"offset", src, i, lim, pf, fl, invv, one, nt, spec.Offset)
 		g.scaleLoop(name+"noweight", src, i, lim, pf, fl, invv, one, nt, spec.Unweighted)
@@ -1204,7 +1203,7 @@ func (g *gen) scale(src GPVirtual, invv, one VecVirtual) {
 		forms("scaleloop", pf, fl, false)
 	} else {
 		// A loop for each memory mode (and weight form), chosen once per row: flagNT comes with
-		// or without flagPF (see scaleLoop).
+		// or without flagPF (see hardwareRows).
 		TESTL(U32(spec.FlagNT), g.flags())
 		JNZ(LabelRef("scalent"))
 		TESTL(U32(spec.FlagPF), g.flags())
@@ -1215,7 +1214,7 @@ func (g *gen) scale(src GPVirtual, invv, one VecVirtual) {
 		ADDQ(src, pf)
 		forms("scalepfloop", pf, nil, false)
 		pf = GP64() // for the non-temporal loops, set at scalentgo
-		fl = GP32() // for the non-temporal loops, which are chosen by w and flagOffset in it
+		fl = GP32() // for the non-temporal loops, chosen by w and flagOffset in it (and flagPF: hardwareRows)
 	}
 
 	Label("scalent")
@@ -1258,12 +1257,11 @@ func (g *gen) scale(src GPVirtual, invv, one VecVirtual) {
 		g.scaleLoop("scalentloop", src, i, lim, pf, fl, invv, one, true, byFlag)
 	} else {
 		// Float32 rows take a loop for each weight form, and in the functions of hardwareRows
-		// one with and one without the next row's prefetch, chosen once per row: the tests per
-		// iteration of one loop for all (byFlag and flagPF) cost long streamed rows 2-6%
-		// (avx512 Forward on a Zen 5, alternated in one process, 21 rounds, the medians of the
-		// rounds' ratios: flagNT alone 512x8192 0.963, 768x8192 0.973, 1024x8192 0.942,
-		// 2048x8192 0.978, 384x16384 0.981, 1024x16384 0.980; with flagPF 2048x4096 0.987,
-		// 4096x4096 0.987, 2048x5120 0.974, 16384x4096 1.000).
+		// one set with and one without the next row's prefetch, chosen once per row. Against one
+		// loop for all that tested w, flagOffset and flagPF per iteration (avx512 Forward on a
+		// Zen 5, alternated in one process, 25 rounds, the medians of the rounds' ratios):
+		// 512x8192 0.967, 768x8192 0.971, 384x16384 0.981 (the rows left to the hardware);
+		// 1024x8192, 2048x4096, 4096x4096, 512x12288 and avx2's within 2% both ways.
 		if g.hardwareRows() {
 			TESTL(U32(spec.FlagPF), fl)
 			JZ(LabelRef("scalenthw"))
@@ -1390,13 +1388,13 @@ func (g *gen) scaleLoop(name string, src, i, lim, pf, fl GPVirtual, invv, one Ve
 }
 
 // weighLoop multiplies ts, the products of an iteration of the non-temporal scale loop of a
-// function of 16-bit rows in (spec.Variant.Body), by the weight or by 1 + it, as flagOffset in fl
-// says, or by nothing when w is nil: two branches per iteration, which such rows from memory do
+// function whose rows are 16-bit (spec.Variant.Body), by the weight or by 1 + it, as flagOffset in
+// fl says, or by nothing when w is nil: two branches per iteration, which such rows from memory do
 // not notice, where adding -0 to every weight vector measured 10-14% slower (avx2 binary16).
-// Float32 rows, which do notice them, have a loop for each form (see scale). Weighted goes straight
-// on; Offset's products are out of the loop's way, in the code the function it returns emits,
-// which the caller places after the loop. The rest of the row (partialOut, the tail) adds c from
-// one.
+// Float32 rows, some of which notice them, have a loop for each form (see scale). Weighted goes
+// straight on; Offset's products are out of the loop's way, in the code the function it returns
+// emits, which the caller places after the loop. The rest of the row (partialOut, the tail) adds c
+// from one.
 func (g *gen) weighLoop(ts []VecVirtual, i, fl GPVirtual, one VecVirtual) func() {
 	offs, done := g.label("offset"), g.label("weighed")
 	TESTQ(g.w, g.w)
@@ -1432,13 +1430,13 @@ func (g *gen) prefetchLines(pf, i GPVirtual) {
 	}
 }
 
-// setPFAdd sets pfAdd, for the non-temporal scale loop of float32 rows, to the row of the rows
+// setPFAdd sets pfAdd, for the non-temporal scale loops of float32 rows, to the row of the rows
 // added (the job's x, in res after the prologue's exchange) off bytes on from this one under
 // FlagNext, which the Go side sets on a job with a residual only, and to 0 without it. Those
 // rows' sum pass does not prefetch (see sumSquares): the scale pass of a row brings in the next
 // row of h, and under FlagNext of x too (streamrule.NextResidual has the measurements). 16-bit
-// rows' sum pass prefetches x two rows ahead itself. The test per iteration costs the rows
-// without the flag nothing measurable: they come from memory (see weighLoop).
+// rows' sum pass prefetches x two rows ahead itself. The loops with the prefetch test pfAdd per
+// iteration (streamrule.NextResidual's measurements were taken with that test).
 func (g *gen) setPFAdd(off GPVirtual) {
 	MOVQ(g.res, g.pfAdd)
 	ADDQ(off, g.pfAdd)

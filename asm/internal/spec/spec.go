@@ -104,9 +104,9 @@ func (v Variant) Rounds() bool { return v.Format.Out() != F32 && v.Mode != Unwei
 // The weight forms: the main scale loops come in one copy per form, chosen once per row: a job
 // without a weight (Unweighted) has w nil, and FlagOffset tells Offset from Weighted (on amd64 the
 // loop of non-temporal stores of 16-bit rows, whose rows come from memory, tests w and the flag
-// per iteration instead). The ends of rows multiply by w + c, with c = 1 under FlagOffset and c = -0 without
-// (w + -0 is w for every w, -0 included, so Weighted keeps its bits), or skip the weight when w
-// is nil.
+// per iteration instead). The ends of rows multiply by w + c, with c = 1 under FlagOffset and
+// c = -0 without (w + -0 is w for every w, -0 included, so Weighted keeps its bits), or skip the
+// weight when w is nil.
 //
 // The residual: a job with res (not nil) takes a sum pass of its own, one row at a time, which
 // adds x and res and stores h to res; the scale pass, the inverse and everything after them are

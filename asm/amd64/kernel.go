@@ -773,12 +773,28 @@ func (g *gen) addUnpackedPair(acc []VecVirtual, xr, rr, i GPVirtual, k int, firs
 
 // square adds t*t to a (first: sets a to it).
 func (g *gen) square(a, t VecVirtual, first bool) {
-	if first {
+	switch {
+	case first:
 		VMULPS(t, t, a)
-	} else {
+	case g.fusedSquares():
+		VFMADD231PS(t, t, a)
+	default:
 		VMULPS(t, t, t)
 		VADDPS(t, a, a)
 	}
+}
+
+// fusedSquares reports whether square adds with one VFMADD231PS: in the AVX-512 sum pass of
+// RMSNorm's float16 rows. The square of a binary16 value is exact in float32 (two significands of
+// 11 bits make at most 22, and the exponents of the squares, -48 to 31, are those of normal
+// float32s), so a + t*t rounded once is the bits of the contract's product rounded, then added.
+// On Zen 5 VCVTPH2PS runs on the adder pipes, where VADDPS competes with it, and the multiply
+// pipes take the fused add: the sum loop of a 1x4096 row, copied into a scratch benchmark with
+// the row in the L1d, went from 1.2 to 1.0 cycles per vector (84-88 -> 70-71 ns), bound then by
+// the latency of the four accumulators' chains. Not on AVX2, whose kernel does not require FMA3;
+// nor on LayerNorm's centered pass, whose x - mean are float32 values whose squares round.
+func (g *gen) fusedSquares() bool {
+	return g.s == avx512 && g.in() == spec.F16 && g.op == accSquares
 }
 
 // addResidual returns h = x + res (rounded to the format of x) for x in t and res at m, and

@@ -142,7 +142,9 @@
 // float32. They extend the contract:
 //
 //   - Widening to float32 is exact. x (and the residual) are widened, and steps 1-5 run unchanged
-//     on the widened row, the float64 path included (bfloat16 has float32's range).
+//     on the widened row, the float64 path included (bfloat16 has float32's range). The square
+//     of a float16 value is exact in float32, so step 1's rounded square and add are also one
+//     fused multiply-add there, which a kernel may use; the results are the same.
 //   - With a residual, h = round16(x + r): a float32 add, then one rounding to the format. h is
 //     stored into the residual and is the row that is normalized.
 //   - The output is y[i] = round16((x[i]*inv)*w[i]) (or the weight form of the Norm), one rounding

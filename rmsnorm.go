@@ -70,7 +70,8 @@
 //
 //  1. Sum of squares in 64 float32 partial sums p[0..64), all starting at +0. Element i goes to
 //     p[i%64] as p = p + float32(x[i]*x[i]): the square is rounded to float32, then added, in
-//     increasing i. No fused multiply-add is used anywhere.
+//     increasing i. No fused multiply-add changes a result: a kernel fuses the two only where the
+//     square is exact (float16 rows; see 16-bit storage).
 //  2. The partials are combined by a fixed halving tree: for h = 32, 16, 8, 4, 2, 1,
 //     p[j] = p[j] + p[j+h] for j < h. The sum is ss = p[0].
 //  3. t = ss/float32(d) + eps and inv = 1/sqrt(t), each operation rounded to float32 (IEEE
@@ -143,8 +144,8 @@
 //
 //   - Widening to float32 is exact. x (and the residual) are widened, and steps 1-5 run unchanged
 //     on the widened row, the float64 path included (bfloat16 has float32's range). The square
-//     of a float16 value is exact in float32, so step 1's rounded square and add are also one
-//     fused multiply-add there, which a kernel may use; the results are the same.
+//     of a float16 value is exact in float32, so a kernel may compute step 1's add on float16
+//     rows as one fused multiply-add; the bits are the same.
 //   - With a residual, h = round16(x + r): a float32 add, then one rounding to the format. h is
 //     stored into the residual and is the row that is normalized.
 //   - The output is y[i] = round16((x[i]*inv)*w[i]) (or the weight form of the Norm), one rounding

@@ -1,6 +1,7 @@
 package rmsnorm
 
 import (
+	"cmp"
 	"fmt"
 	"math"
 	"math/big"
@@ -363,16 +364,17 @@ func TestBF16Float64Path(t *testing.T) {
 // TestF16SquaresExact checks, for every binary16 value, what lets the avx512 kernel sum the squares
 // of float16 rows with one fused multiply-add (fusedSquares in the generator): the float32
 // product x*x is exact, so a + x*x rounded once equals the contract's a + round(x*x). bfloat16
-// values, whose squares can fall below float32's normal range and lose bits there, have no such
-// property, and the check says so.
+// values have no such property: the squares of the tiniest ones fall below float32's normal range
+// and round there (squares that overflow to +Inf are left out: fused or not, they give +Inf).
 func TestF16SquaresExact(t *testing.T) {
 	inexact := func(f format) (n int, first uint16) {
 		for h := range 1 << 16 {
 			x := f.widen(uint16(h))
-			if math.IsNaN(float64(x)) || math.IsInf(float64(x), 0) {
+			sq := x * x
+			if math.IsNaN(float64(x)) || math.IsInf(float64(sq), 0) {
 				continue
 			}
-			if float64(x*x) != float64(x)*float64(x) {
+			if float64(sq) != float64(x)*float64(x) {
 				if n == 0 {
 					first = uint16(h)
 				}
@@ -385,6 +387,45 @@ func TestF16SquaresExact(t *testing.T) {
 		t.Errorf("float16: %d values whose float32 square rounds, the first 0x%04x (%g)", n, h, formatF16.widen(h))
 	}
 	if n, _ := inexact(formatBF16); n == 0 {
-		t.Errorf("bfloat16: every square exact in float32; expected the tiny values' to round")
+		t.Errorf("bfloat16: every finite square exact in float32; expected the tiny values' to round")
+	}
+}
+
+// TestF16EveryValueRows runs every finite binary16 value through the kernels, sorted by magnitude
+// into rows of 1024 (so that the rows of subnormals and of the smallest normals are summed by
+// themselves), with and without a residual, RoundNormalized on and off and three eps, against
+// generic: the sum passes that fuse the squares (fusedSquares) meet every value they can square,
+// the residual's h included.
+func TestF16EveryValueRows(t *testing.T) {
+	var vals []uint16
+	for h := range 1 << 16 {
+		if v := formatF16.widen(uint16(h)); !math.IsNaN(float64(v)) && !math.IsInf(float64(v), 0) {
+			vals = append(vals, uint16(h))
+		}
+	}
+	slices.SortStableFunc(vals, func(a, b uint16) int { return cmp.Compare(a&0x7fff, b&0x7fff) })
+	const d = 1024
+	rows := len(vals) / d
+	x := vals[:rows*d]
+	res := make([]uint16, len(x)) // h = round16(x - x/2): every magnitude again, rounded
+	for i, h := range x {
+		res[i] = formatF16.narrow(-formatF16.widen(h) / 2)
+	}
+	w := make([]float32, d)
+	for i := range w {
+		w[i] = 1 + float32(i%7)/8
+	}
+	for _, k := range kernelsFor(t, formatF16) {
+		if k == kernelGeneric {
+			continue
+		}
+		for _, eps := range []float32{0, 1e-12, 1e-6} {
+			for _, residual := range []bool{false, true} {
+				for _, rn := range []bool{false, true} {
+					c := vcase{residual: residual, rn: rn, withInv: true}
+					checkVariant(t, "every float16", k, c, formatF16, d, rows, x, res, w, eps, 0)
+				}
+			}
+		}
 	}
 }

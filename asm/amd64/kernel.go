@@ -790,7 +790,7 @@ func (g *gen) square(a, t VecVirtual, first bool) {
 // float32s), so a + t*t rounded once is the bits of the contract's product rounded, then added.
 // On Zen 5 VCVTPH2PS runs on the adder pipes, where VADDPS competes with it, and the multiply
 // pipes take the fused add: the sum loop of a 1x4096 row, copied into a scratch benchmark with
-// the row in the L1d, went from 1.2 to 1.0 cycles per vector (84-88 -> 70-71 ns), bound then by
+// the row in the L1d, went from 1.2 to 1.0 cycles per vector (84-89 -> 70-71 ns), bound then by
 // the latency of the four accumulators' chains. Not on AVX2, whose kernel does not require FMA3;
 // nor on LayerNorm's centered pass, whose x - mean are float32 values whose squares round.
 func (g *gen) fusedSquares() bool {

@@ -6,7 +6,8 @@
 //	go run -C asm ./amd64 -out ../rmsnorm_amd64.s -go ../rmsnorm_amd64.go
 //
 // Every kernel implements the numeric contract of the package doc bit for bit: 64 float32 partial
-// sums (element i goes to partial i%64), squares rounded before they are added (no FMA anywhere),
+// sums (element i goes to partial i%64), squares rounded before they are added (no FMA, but for
+// the squares of float16 values, which are exact: fusedSquares),
 // the fixed halving tree, inv = 1/sqrt(ss/d + eps) with IEEE instructions, and y = (x*inv)*w
 // rounded after each multiply.
 //

@@ -25,15 +25,21 @@ type asmFunc struct {
 	lines    []string // instructions (those written as BYTEs by their comment), one space between fields
 }
 
-func parseAsm(t *testing.T) []asmFunc {
+// asmSource returns the text of the generated rmsnorm_amd64.s.
+func asmSource(t *testing.T) string {
 	t.Helper()
 	src, err := os.ReadFile("rmsnorm_amd64.s")
 	if err != nil {
 		t.Fatal(err)
 	}
+	return string(src)
+}
+
+func parseAsm(t *testing.T) []asmFunc {
+	t.Helper()
 	var fns []asmFunc
 	var requires []string
-	for _, line := range strings.Split(string(src), "\n") {
+	for _, line := range strings.Split(asmSource(t), "\n") {
 		switch {
 		case strings.HasPrefix(line, "// Requires: "):
 			requires = strings.Split(strings.TrimPrefix(line, "// Requires: "), ", ")
@@ -93,14 +99,11 @@ var (
 // addresses, 8 bytes each), in their order.
 func asmTable(t *testing.T, name string, n int) []string {
 	t.Helper()
-	s, err := os.ReadFile("rmsnorm_amd64.s")
-	if err != nil {
-		t.Fatal(err)
-	}
+	s := asmSource(t)
 	line := regexp.MustCompile(`^DATA ` + name + `<>\+(\d+)\(SB\)/8, \$·(\w+)\(SB\)$`)
 	table := make([]string, n)
 	found := 0
-	for _, l := range strings.Split(string(s), "\n") {
+	for _, l := range strings.Split(s, "\n") {
 		if m := line.FindStringSubmatch(l); m != nil {
 			off, _ := strconv.Atoi(m[1])
 			if off%8 != 0 || off/8 >= n || table[off/8] != "" {
@@ -512,15 +515,11 @@ func TestAsmHardware(t *testing.T) {
 	// check: those chosen with flagPF (from scalentgo; in every function with a loop for each
 	// form) prefetch, and in the functions with loops chosen without it (from scalenthw, which a
 	// test of flagPF branches to, to scaletail) those store and do not prefetch.
-	src, err := os.ReadFile("rmsnorm_amd64.s")
-	if err != nil {
-		t.Fatal(err)
-	}
 	choice := regexp.MustCompile(fmt.Sprintf(`\tTESTL\s+\$0x%08x, \w+\n\tJZ\s+scalenthw\n`, flagPF))
 	bound := regexp.MustCompile(`\tJG\s+scaletail\n`)
 	loops := func(seg string) []string { return bound.Split(seg, -1)[1:] }
 	var hardware []string
-	for _, fn := range strings.Split(string(src), "\nTEXT ·")[1:] {
+	for _, fn := range strings.Split(asmSource(t), "\nTEXT ·")[1:] {
 		name, _, _ := strings.Cut(fn, "(SB)")
 		_, rest, ok := strings.Cut(fn, "\nscalentgo:\n")
 		if !ok {

@@ -182,7 +182,7 @@ func explainBackward(n *Norm, g *Grad) string {
 		}
 		hi, lo := bits.Mul64(uint64(rows-1), uint64(stride))
 		if hi != 0 || lo > uint64(math.MaxInt-d) {
-			nm.fail("N = %d rows of Stride = %d do not fit in memory", rows, stride)
+			nm.fail("N = %d, %s: the rows do not fit in memory", rows, strideText("Stride", g.Stride, stride))
 		}
 		span = int(lo) + d
 		for _, s := range []struct {
@@ -190,13 +190,14 @@ func explainBackward(n *Norm, g *Grad) string {
 			n    int
 		}{{"X", len(g.X)}, {"DX", len(g.DX)}, {"DY", len(g.DY)}} {
 			if s.n < span && (s.name != "DX" || g.DX != nil) {
-				nm.fail("len(%s) = %d, want at least %d for N = %d rows of %d with Stride = %d", s.name, s.n, span, rows, d, stride)
+				nm.fail("len(%s) = %d, want at least %d for N = %s of %d with %s", s.name, s.n, span,
+					rowCount(rows), d, strideText("Stride", g.Stride, stride))
 			}
 		}
 	}
 	checkEps(nm, n.Eps)
 	if g.Inv != nil && len(g.Inv) < rows {
-		nm.fail("len(Inv) = %d is shorter than the %d rows", len(g.Inv), rows)
+		nm.fail("len(Inv) = %d is shorter than the call's %s", len(g.Inv), rowCount(rows))
 	}
 	checkMean(n, nm, g.Mean, rows)
 	if g.DB != nil {

@@ -574,28 +574,30 @@ func explainApply[D, T elem](n *Norm, nm *names, r *rowsOf[D, T]) string {
 			nm.fail("DstStride = %d is shorter than the row length %d", dstStride, d)
 		}
 		if rows-1 > (math.MaxInt-d)/stride || rows-1 > (math.MaxInt-d)/dstStride {
-			nm.fail("N = %d rows of Stride = %d (DstStride = %d) do not fit in memory", rows, stride, dstStride)
+			nm.fail("N = %d, %s and %s: the rows do not fit in memory", rows,
+				strideText("Stride", r.Stride, stride), strideText("DstStride", r.DstStride, dstStride))
 		}
 		span, dspan = (rows-1)*stride+d, (rows-1)*dstStride+d
 		for _, s := range []struct {
-			name         string
-			n            int
-			set          bool
-			span, stride int
-			strideName   string
+			name                string
+			n                   int
+			set                 bool
+			span, given, stride int
+			strideName          string
 		}{
-			{nm.x, len(x), true, span, stride, "Stride"},
-			{nm.dst, len(dst), true, dspan, dstStride, "DstStride"},
-			{"Residual", len(res), res != nil, span, stride, "Stride"},
+			{nm.x, len(x), true, span, r.Stride, stride, "Stride"},
+			{nm.dst, len(dst), true, dspan, r.DstStride, dstStride, "DstStride"},
+			{"Residual", len(res), res != nil, span, r.Stride, stride, "Stride"},
 		} {
 			if s.set && s.n < s.span {
-				nm.fail("len(%s) = %d, want at least %d for N = %d rows of %d with %s = %d", s.name, s.n, s.span, rows, d, s.strideName, s.stride)
+				nm.fail("len(%s) = %d, want at least %d for N = %s of %d with %s", s.name, s.n, s.span,
+					rowCount(rows), d, strideText(s.strideName, s.given, s.stride))
 			}
 		}
 	}
 	checkEps(nm, n.Eps)
 	if inv != nil && len(inv) < rows {
-		nm.fail("len(Inv) = %d is shorter than the %d rows", len(inv), rows)
+		nm.fail("len(Inv) = %d is shorter than the call's %s", len(inv), rowCount(rows))
 	}
 	checkMean(n, nm, r.Mean, rows)
 	if rows > 0 {
@@ -674,7 +676,7 @@ func checkMean(n *Norm, nm *names, mean []float32, rows int) {
 		nm.fail("Mean is set but Center is not: Mean receives the mean that Center subtracts")
 	}
 	if len(mean) < rows {
-		nm.fail("len(Mean) = %d is shorter than the %d rows", len(mean), rows)
+		nm.fail("len(Mean) = %d is shorter than the call's %s", len(mean), rowCount(rows))
 	}
 }
 
@@ -719,4 +721,21 @@ func quo(a, b int) int {
 		return int(uint32(a) / uint32(b))
 	}
 	return a / b
+}
+
+// rowCount words a number of rows for a message: "1 row", "3 rows".
+func rowCount(n int) string {
+	if n == 1 {
+		return "1 row"
+	}
+	return fmt.Sprintf("%d rows", n)
+}
+
+// strideText words a stride for a message as the call gave it and, when it gave 0, what that
+// stands for (the row length for Stride, Stride for DstStride): "Stride = 7", "Stride = 0 (meaning 5)".
+func strideText(name string, given, resolved int) string {
+	if given == 0 && resolved != 0 {
+		return fmt.Sprintf("%s = 0 (meaning %d)", name, resolved)
+	}
+	return fmt.Sprintf("%s = %d", name, given)
 }

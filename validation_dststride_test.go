@@ -74,7 +74,7 @@ func TestDstStrideBadInput(t *testing.T) {
 		{"DstStride shorter than d, Stride longer", 2, 9, 2, 13, 8, -1, -1, []string{"DstStride = 2 is shorter than the row length 4"}},
 		{"Dst too short at DstStride", 3, 0, 6, 12, 15, -1, -1, []string{"len(Dst) = 15", "at least 16", "N = 3 rows of 4 with DstStride = 6"}},
 		{"Dst long enough at Stride, short at DstStride", 3, 5, 7, 14, 16, -1, -1, []string{"len(Dst) = 16", "at least 18", "DstStride = 7"}},
-		{"Dst at DstStride 0 takes Stride", 3, 6, 0, 16, 15, -1, -1, []string{"len(Dst) = 15", "at least 16", "DstStride = 6"}},
+		{"Dst at DstStride 0 takes Stride", 3, 6, 0, 16, 15, -1, -1, []string{"len(Dst) = 15", "at least 16", "DstStride = 0 (meaning 6)"}},
 		{"X too short, Dst at its own DstStride", 3, 5, 4, 13, 64, -1, -1, []string{"len(X) = 13", "at least 14", "Stride = 5"}},
 		{"Residual follows Stride, not DstStride", 3, 5, 4, 14, 12, 13, -1, []string{"len(Residual) = 13", "at least 14", "Stride = 5"}},
 		{"Inv too short with DstStride", 3, 0, 6, 12, 16, -1, 2, []string{"len(Inv) = 2", "3 rows"}},

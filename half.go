@@ -66,8 +66,10 @@ func f16ToFloat32(h uint16) float32 {
 	e := uint32(h>>10) & 0x1f
 	m := uint32(h) & 0x3ff
 	switch {
-	case e == 0x1f: // Inf and NaN: the mantissa keeps its bits at the top
-		return math.Float32frombits(sign | 0x7f800000 | m<<13)
+	case e == 0x1f && m != 0: // NaN: its payload at the top, made quiet, as VCVTPH2PS and FCVTL make it
+		return math.Float32frombits(sign | 0x7fc00000 | m<<13)
+	case e == 0x1f: // ±Inf
+		return math.Float32frombits(sign | 0x7f800000)
 	case e != 0: // normal: rebias the exponent from 15 to 127
 		return math.Float32frombits(sign | (e+112)<<23 | m<<13)
 	case m == 0:

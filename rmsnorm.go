@@ -142,10 +142,11 @@
 // take rows of raw bfloat16 or IEEE 754 binary16 bits ([]uint16); the weight and Inv stay
 // float32. They extend the contract:
 //
-//   - Widening to float32 is exact. x (and the residual) are widened, and steps 1-5 run unchanged
-//     on the widened row, the float64 path included (bfloat16 has float32's range). The square
-//     of a float16 value is exact in float32, so a kernel may compute step 1's add on float16
-//     rows as one fused multiply-add; the bits are the same.
+//   - Widening to float32 is exact (a float16 NaN comes out quiet, its sign and payload kept).
+//     x (and the residual) are widened, and steps 1-5 run unchanged on the widened row, the
+//     float64 path included (bfloat16 has float32's range). The square of a float16 value is
+//     exact in float32, so a kernel may compute step 1's add on float16 rows as one fused
+//     multiply-add; the bits are the same.
 //   - With a residual, h = round16(x + r): a float32 add, then one rounding to the format. h is
 //     stored into the residual and is the row that is normalized.
 //   - The output is y[i] = round16((x[i]*inv)*w[i]) (or the weight form of the Norm), one rounding

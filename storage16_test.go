@@ -75,8 +75,17 @@ func TestConversionsWiden(t *testing.T) {
 			for i, v := range got {
 				want := refWiden(h[i], f)
 				if want != want {
-					if v == v {
-						t.Fatalf("%s %s: %#04x widens to %v, want NaN", k, fname(f), h[i], v)
+					// A NaN keeps its sign and payload: bfloat16's bits move to the top of the
+					// float32, float16's payload too, with the quiet bit set (F16ToFloat32).
+					nan := uint32(h[i]) << 16
+					if f == formatF16 {
+						nan = uint32(h[i]&0x8000)<<16 | 0x7fc00000 | uint32(h[i]&0x3ff)<<13
+					}
+					if b := math.Float32bits(v); b != nan {
+						t.Fatalf("%s %s: %#04x widens to %#08x, want the NaN %#08x", k, fname(f), h[i], b, nan)
+					}
+					if b := math.Float32bits(f.widen(h[i])); b != nan {
+						t.Fatalf("%s: the scalar widening of %#04x gives %#08x, want the NaN %#08x", fname(f), h[i], b, nan)
 					}
 					continue
 				}
@@ -172,6 +181,8 @@ func narrowCases(f format, finite []uint16, r *rand.Rand) []float32 {
 	vs = append(vs, over, next(over, 0), next(over, math.Inf(1)), -over, float32(top+ulp), math.MaxFloat32,
 		float32(math.Inf(1)), float32(math.Inf(-1)), 0, float32(math.Copysign(0, -1)),
 		float32(math.NaN()), math.Float32frombits(0x7f800001), math.Float32frombits(0xffffffff),
+		math.Float32frombits(0xffc00000), math.Float32frombits(0xff800001), math.Float32frombits(0x7fc02000),
+		math.Float32frombits(0xffffe000), math.Float32frombits(0x7f802000),
 		math.SmallestNonzeroFloat32, -math.SmallestNonzeroFloat32, 0x1p-126, math.Nextafter32(0x1p-126, 0))
 	for range 200000 {
 		vs = append(vs, math.Float32frombits(r.Uint32()))
@@ -205,6 +216,8 @@ func TestConversionsNarrow(t *testing.T) {
 					t.Fatalf("%s %s: %v (%#08x) narrows to %#04x, want a NaN", k, fname(f), v, math.Float32bits(v), got[i])
 				case isNaN[i] && f == formatBF16 && got[i] != 0x7fc0: // the contract's one bfloat16 NaN
 					t.Fatalf("%s bf16: %#08x narrows to %#04x, want 0x7fc0", k, math.Float32bits(v), got[i])
+				case isNaN[i] && f == formatF16 && got[i] != f16NaN(v): // Float32ToF16's NaN
+					t.Fatalf("%s f16: %#08x narrows to %#04x, want %#04x", k, math.Float32bits(v), got[i], f16NaN(v))
 				case !isNaN[i] && got[i] != want[i] && !bochsTie(v, got[i], want[i], f):
 					t.Fatalf("%s %s: %v (%#08x) narrows to %#04x, want %#04x", k, fname(f), v, math.Float32bits(v), got[i], want[i])
 				case !same16(got[i], f.narrow(v), f):
@@ -214,6 +227,13 @@ func TestConversionsNarrow(t *testing.T) {
 		}
 		t.Logf("%s: %d values rounded by every kernel as the exact reference does", fname(f), len(vs))
 	}
+}
+
+// f16NaN is the binary16 NaN Float32ToF16 gives for the float32 NaN v: its sign, the top ten
+// bits of its payload, and the quiet bit (VCVTPS2PH's and FCVTN's bits).
+func f16NaN(v float32) uint16 {
+	b := math.Float32bits(v)
+	return uint16(b>>16)&0x8000 | 0x7e00 | uint16(b>>13)&0x3ff
 }
 
 // The public conversions check their arguments.

@@ -1,0 +1,170 @@
+package rmsnorm
+
+import (
+	"math"
+	"testing"
+)
+
+// The float64 path (step 5 of the contract, step 6 of the backward) is one shared Go routine that
+// every kernel hands its rows to, so the tests that compare kernels with one another cannot see a
+// mistake in it. These tests hold it to the package documentation's arithmetic, written out here
+// in float64 on their own: rows of tiny values with eps 0, whose t = ss/d lies below 2^-100.
+
+// tinyRow returns a row of d values around 1e-20 (ss/d about 1e-40, far below 2^-100) and, for
+// the weight and dy, values of ordinary size whose 1+w is not a float32.
+func tinyRow(d int) (x, w, dy []float32) {
+	x, w, dy = make([]float32, d), make([]float32, d), make([]float32, d)
+	for i := range d {
+		x[i] = float32(i%7-3) * 1.25e-20 // zeros and both signs among them
+		w[i] = float32(0.013*float64(i+1)) + 1e-5
+		dy[i] = float32(1 - 0.37*float64(i%5))
+	}
+	return x, w, dy
+}
+
+// invF64 is inv of the float64 path: exact squares summed in increasing i, 1/sqrt(ss/d + eps),
+// every operation in float64.
+func invF64(x []float32, eps float32) float64 {
+	var ss float64
+	for _, v := range x {
+		ss += float64(v) * float64(v)
+	}
+	return 1 / math.Sqrt(ss/float64(len(x))+float64(eps))
+}
+
+// weightF64 is w' on the float64 path: w, 1 + float64(w) with UnitOffset, or 1.
+func weightF64(mode weightMode, w []float32, i int) float64 {
+	switch mode {
+	case weighted:
+		return float64(w[i])
+	case offset:
+		return 1 + float64(w[i])
+	}
+	return 1
+}
+
+func normOf(mode weightMode, w []float32) Norm {
+	switch mode {
+	case weighted:
+		return Norm{Weight: w}
+	case offset:
+		return Norm{Weight: w, UnitOffset: true}
+	}
+	return Norm{Dim: len(w)}
+}
+
+// Forward: y[i] = float32((x[i]*inv)*w'[i]), one rounding, for every weight form; and for
+// bfloat16 rows with RoundNormalized, n = round16(float32(x[i]*inv)), then
+// round16(float32(n*w'[i])).
+func TestFloat64PathReference(t *testing.T) {
+	for _, d := range []int{1, 8, 67, 130} {
+		x, w, _ := tinyRow(d)
+		inv := invF64(x, 0)
+		for _, mode := range []weightMode{weighted, offset, unweighted} {
+			n := normOf(mode, w)
+			for _, k := range testKernels() {
+				y := make([]float32, d)
+				applyRowsWith(k, &n, formatF32, y, x, nil, nil, 0, 0)
+				for i := range d {
+					want := float32(float64(x[i]) * inv * weightF64(mode, w, i))
+					if math.Float32bits(y[i]) != math.Float32bits(want) {
+						t.Fatalf("%s %v d=%d: y[%d] = %#08x, want %#08x", k, mode, d, i, math.Float32bits(y[i]), math.Float32bits(want))
+					}
+				}
+			}
+		}
+
+		// The same row in bfloat16 (1.25e-20 times a small integer keeps its top bits), with
+		// RoundNormalized.
+		x16 := make([]uint16, d)
+		for i, v := range x {
+			x16[i] = float32ToBF16(v)
+		}
+		xw := make([]float32, d)
+		for i, h := range x16 {
+			xw[i] = bf16ToFloat32(h)
+		}
+		inv16 := invF64(xw, 0)
+		for _, mode := range []weightMode{weighted, offset, unweighted} {
+			n := normOf(mode, w)
+			n.RoundNormalized = true
+			for _, k := range kernelsFor(t, formatBF16) {
+				y := make([]uint16, d)
+				applyRowsWith(k, &n, formatBF16, y, x16, nil, nil, 0, 0)
+				for i := range d {
+					nv := bf16ToFloat32(float32ToBF16(float32(float64(xw[i]) * inv16)))
+					want := float32ToBF16(float32(float64(nv) * weightF64(mode, w, i)))
+					if y[i] != want {
+						t.Fatalf("%s bf16 RoundNormalized %v d=%d: y[%d] = %#04x, want %#04x", k, mode, d, i, y[i], want)
+					}
+				}
+			}
+		}
+	}
+}
+
+// Backward: inv recomputed in float64 whatever Grad.Inv holds, g, c, s and dx in float64 with
+// w' = 1 + float64(w) for UnitOffset, c summed from +0 in increasing i, dx rounded once; and
+// q = float32(dy*(x*inv)) into DW.
+func TestBackwardFloat64PathReference(t *testing.T) {
+	const d = 67
+	x, w, dy := tinyRow(d)
+	inv := invF64(x, 0)
+	for _, mode := range []weightMode{weighted, offset, unweighted} {
+		n := normOf(mode, w)
+		var c float64
+		for i := range d {
+			c += float64(dy[i]) * weightF64(mode, w, i) * float64(x[i])
+		}
+		s := inv * inv * c / d
+		for _, k := range testKernels() {
+			for _, given := range [][]float32{nil, {1}, {float32(inv)}} { // no Inv, a stale one, the forward's
+				dx := make([]float32, d)
+				g := Grad{DX: dx, X: x, DY: dy, Inv: given}
+				var dw []float32
+				if mode != unweighted {
+					dw = make([]float32, d)
+					g.DW = dw
+				}
+				backwardWith(k, n, g)
+				for i := range d {
+					want := float32(inv * (float64(dy[i])*weightF64(mode, w, i) - float64(x[i])*s))
+					if math.Float32bits(dx[i]) != math.Float32bits(want) {
+						t.Fatalf("%s %v Inv %v: dx[%d] = %#08x, want %#08x", k, mode, given, i, math.Float32bits(dx[i]), math.Float32bits(want))
+					}
+					if dw != nil {
+						var zero float32 // DW starts at +0: DW = +0 + P, P = q of the block's one row
+						q := float32(float64(dy[i]) * (float64(x[i]) * inv))
+						if want := zero + q; math.Float32bits(dw[i]) != math.Float32bits(want) {
+							t.Fatalf("%s %v Inv %v: DW[%d] = %#08x, want %#08x", k, mode, given, i, math.Float32bits(dw[i]), math.Float32bits(want))
+						}
+					}
+				}
+			}
+		}
+	}
+}
+
+// LayerNorm's backward on the float64 path recomputes m and inv whatever Grad.Mean and Grad.Inv
+// hold: the same DX with them given (stale or not) as without.
+func TestLayerNormBackwardFloat64PathIgnoresGiven(t *testing.T) {
+	const d = 67
+	x, w, dy := tinyRow(d)
+	for i := range x {
+		x[i] += 3e-20 // a mean of its own
+	}
+	n := Norm{Weight: w, Center: true, Bias: w}
+	for _, k := range testKernels() {
+		want := make([]float32, d)
+		backwardWith(k, n, Grad{DX: want, X: x, DY: dy})
+		for _, given := range []struct{ inv, mean []float32 }{{[]float32{1}, []float32{0.5}}, {[]float32{1}, nil}, {nil, []float32{0.5}}} {
+			got := make([]float32, d)
+			backwardWith(k, n, Grad{DX: got, X: x, DY: dy, Inv: given.inv, Mean: given.mean})
+			for i := range d {
+				if math.Float32bits(got[i]) != math.Float32bits(want[i]) {
+					t.Fatalf("%s Inv %v Mean %v: dx[%d] = %v, %v without them", k, given.inv, given.mean, i, got[i], want[i])
+				}
+			}
+		}
+	}
+}

@@ -561,3 +561,100 @@ func TestAsmHardware(t *testing.T) {
 		t.Errorf("the functions with non-temporal loops without the prefetch are %q, want %q", hardware, want)
 	}
 }
+
+// TestAsmNonTemporalFenced holds every non-temporal store to an SFENCE before the function
+// returns, on every path: non-temporal stores are weakly ordered, so without the fence another
+// goroutine (a worker's caller, the next call's reader) could see the rows before the stores
+// reach them. A walk of each function's control flow from each VMOVNT* to every RET it can reach
+// without passing an SFENCE. One branch is taken as the kernels use it: the epilogue's JZ past the
+// fence after a test of flagNT in the job's flags, which a function that stored non-temporally
+// (only under flagNT) never takes.
+func TestAsmNonTemporalFenced(t *testing.T) {
+	jump := regexp.MustCompile(`^(J[A-Z]+) (\w+)$`)
+	ntTest := fmt.Sprintf("TESTL $0x%08x, job_flags+0(", flagNT)
+	stores := 0
+	for _, fn := range strings.Split(asmSource(t), "\nTEXT ·")[1:] {
+		name, _, _ := strings.Cut(fn, "(SB)")
+		var ins []string
+		at := map[string]int{} // label -> index of the instruction after it
+		for _, line := range strings.Split(fn, "\n")[1:] {
+			l := strings.TrimSpace(line)
+			if b, instr, ok := strings.Cut(l, " // "); ok && strings.HasPrefix(b, "BYTE ") {
+				l = instr
+			}
+			switch {
+			case l == "" || strings.HasPrefix(l, "//"):
+			case !strings.HasPrefix(line, "\t"): // a label (maybe with a comment), or DATA and GLOBL
+				if label, _, _ := strings.Cut(l, " //"); strings.HasSuffix(label, ":") {
+					at[strings.TrimSuffix(label, ":")] = len(ins)
+				}
+			default:
+				ins = append(ins, strings.Join(strings.Fields(l), " "))
+			}
+		}
+		// exit: the function leaves, by RET or by a jump through a register (callKernel's into a
+		// kernel, which fences its own stores).
+		exit := func(i int) bool {
+			m := jump.FindStringSubmatch(ins[i])
+			return ins[i] == "RET" || m != nil && m[1] == "JMP" && regexp.MustCompile(`^[A-Z][A-Z0-9]*$`).MatchString(m[2])
+		}
+		succ := func(i int) []int {
+			l := ins[i]
+			if exit(i) {
+				return nil
+			}
+			m := jump.FindStringSubmatch(l)
+			if m == nil {
+				return []int{i + 1}
+			}
+			to, ok := at[m[2]]
+			if !ok {
+				t.Fatalf("%s: %q jumps to a label the function does not have", name, l)
+			}
+			switch {
+			case m[1] == "JMP":
+				return []int{to}
+			case m[1] == "JZ" && i > 0 && strings.HasPrefix(ins[i-1], ntTest):
+				return []int{i + 1} // flagNT is set: no fall past the fence
+			}
+			return []int{i + 1, to}
+		}
+		// unfenced[i]: an exit is reachable from instruction i without an SFENCE on the way.
+		pred := make([][]int, len(ins)+1)
+		for i := range ins {
+			for _, s := range succ(i) {
+				pred[s] = append(pred[s], i)
+			}
+		}
+		unfenced := make([]bool, len(ins)+1)
+		var work []int
+		for i := range ins {
+			if exit(i) {
+				unfenced[i] = true
+				work = append(work, i)
+			}
+		}
+		for len(work) > 0 {
+			i := work[len(work)-1]
+			work = work[:len(work)-1]
+			for _, p := range pred[i] {
+				if !unfenced[p] && ins[p] != "SFENCE" {
+					unfenced[p] = true
+					work = append(work, p)
+				}
+			}
+		}
+		for i, l := range ins {
+			if strings.HasPrefix(l, "VMOVNT") {
+				stores++
+				if unfenced[i] {
+					t.Errorf("%s: %q (instruction %d) can reach a RET without an SFENCE", name, l, i)
+				}
+			}
+		}
+	}
+	if stores == 0 {
+		t.Fatal("no non-temporal stores in rmsnorm_amd64.s")
+	}
+	t.Logf("%d non-temporal stores, each fenced before every return", stores)
+}

@@ -77,18 +77,20 @@
 //  3. t = ss/float32(d) + eps and inv = 1/sqrt(t), each operation rounded to float32 (IEEE
 //     division and a correctly rounded square root).
 //  4. y[i] = (x[i]*inv)*w[i], rounded after each multiply.
-//  5. A row whose t is not in [2^-100, MaxFloat32] (that is: ss overflowed to +Inf, the row holds
-//     an Inf or a NaN, or the squares are so small that they underflowed while eps is below
-//     2^-100; a NaN t is not in it either) is recomputed entirely in float64 by one shared Go
-//     routine: exact squares summed in increasing i, inv = 1/sqrt(ss/d + eps) with eps widened
-//     exactly and every operation a float64 one (IEEE division, a correctly rounded square root),
-//     y[i] = float32((x[i]*inv)*w[i]) rounded to float32 once. Ordinary rows never get there: the
-//     test is one comparison per row.
+//  5. A row whose t is not in [2^-100, MaxFloat32] (that is: ss or ss/d + eps overflowed to
+//     +Inf, the row holds an Inf or a NaN, or its mean square plus eps is below 2^-100, the
+//     squares perhaps underflowed; a NaN t is not in it either) is recomputed entirely in float64
+//     by one shared Go routine: exact squares summed in increasing i, inv = 1/sqrt(ss/d + eps)
+//     with eps widened exactly and every operation a float64 one (IEEE division, a correctly
+//     rounded square root), y[i] = float32((x[i]*inv)*w[i]) rounded to float32 once. Ordinary
+//     rows never get there: the test is one comparison per row.
 //
-// Consequences: a row of finite values with eps >= 0 always gets a finite result at least as
-// accurate as an ordinary row's, except an all-zero row with eps == 0, which gives NaN. For example
-// [3e30 4e30] (whose float32 values are 2.9999999e30 and 4.0000001e30) gives
-// [0.8485281 1.1313709], the correctly rounded result, where [3 4] gives [0.8485281 1.1313708].
+// Consequences: a row of finite values with eps >= 0 always gets a finite inv and finite
+// normalized values x[i]*inv, at least as accurate as an ordinary row's, except an all-zero row
+// with eps == 0, which gives NaN (the weight, a bias or a 16-bit format's range can still take
+// y past the largest finite value, to ±Inf). For example [3e30 4e30] (whose float32 values are
+// 2.9999999e30 and 4.0000001e30) gives [0.8485281 1.1313709], the correctly rounded result, where
+// [3 4] gives [0.8485281 1.1313708].
 // An all-zero row gives zeros when eps > 0. A NaN anywhere in a row makes the whole row NaN. An
 // Inf gives NaN at its own position and signed zeros elsewhere in its row.
 //
@@ -177,7 +179,8 @@
 // 16-bit storage. So ApplyToBF16 gives the bits of Apply into a float32 buffer followed by
 // Float32ToBF16, in one pass. With RoundNormalized and a weight, n = round16(x[i]*inv) first and
 // y[i] = round16(n*w'[i]), as for 16-bit rows (on the float64 path, x[i]*inv is rounded to float32
-// first). LayerNorm (Center, or a Bias) the same way: round16 of Apply's y, and with
+// first, and n*w'[i] is a float64 product, w' = 1 + float64(w[i]) for UnitOffset, rounded to
+// float32 before round16). LayerNorm (Center, or a Bias) the same way: round16 of Apply's y, and with
 // RoundNormalized and a weight n = round16(c[i]*inv), y[i] = round16(n*w'[i] + Bias[i]) as for
 // 16-bit rows; Mean and Inv Apply's.
 //

@@ -566,11 +566,13 @@ func TestAsmHardware(t *testing.T) {
 // returns, on every path: non-temporal stores are weakly ordered, so without the fence another
 // goroutine (a worker's caller, the next call's reader) could see the rows before the stores
 // reach them. A walk of each function's control flow from each VMOVNT* to every RET it can reach
-// without passing an SFENCE. One branch is taken as the kernels use it: the epilogue's JZ past the
-// fence after a test of flagNT in the job's flags, which a function that stored non-temporally
-// (only under flagNT) never takes.
+// without passing an SFENCE. One branch is taken as the kernels use it: the epilogue's JZ past its
+// fence (the instruction before the JZ's target is the SFENCE) right after a test of flagNT in
+// the job's flags, which a function that stored non-temporally never takes, since the kernels
+// choose their non-temporal loops under flagNT alone.
 func TestAsmNonTemporalFenced(t *testing.T) {
 	jump := regexp.MustCompile(`^(J[A-Z]+) (\w+)$`)
+	register := regexp.MustCompile(`^[A-Z][A-Z0-9]*$`)
 	ntTest := fmt.Sprintf("TESTL $0x%08x, job_flags+0(", flagNT)
 	stores := 0
 	for _, fn := range strings.Split(asmSource(t), "\nTEXT ·")[1:] {
@@ -581,6 +583,8 @@ func TestAsmNonTemporalFenced(t *testing.T) {
 			l := strings.TrimSpace(line)
 			if b, instr, ok := strings.Cut(l, " // "); ok && strings.HasPrefix(b, "BYTE ") {
 				l = instr
+			} else if ok {
+				l = b // an instruction with a comment
 			}
 			switch {
 			case l == "" || strings.HasPrefix(l, "//"):
@@ -596,7 +600,7 @@ func TestAsmNonTemporalFenced(t *testing.T) {
 		// kernel, which fences its own stores).
 		exit := func(i int) bool {
 			m := jump.FindStringSubmatch(ins[i])
-			return ins[i] == "RET" || m != nil && m[1] == "JMP" && regexp.MustCompile(`^[A-Z][A-Z0-9]*$`).MatchString(m[2])
+			return ins[i] == "RET" || m != nil && m[1] == "JMP" && register.MatchString(m[2])
 		}
 		succ := func(i int) []int {
 			l := ins[i]
@@ -605,6 +609,9 @@ func TestAsmNonTemporalFenced(t *testing.T) {
 			}
 			m := jump.FindStringSubmatch(l)
 			if m == nil {
+				if strings.HasPrefix(l, "J") || strings.HasPrefix(l, "CALL") {
+					t.Fatalf("%s: %q: a jump this test does not follow", name, l)
+				}
 				return []int{i + 1}
 			}
 			to, ok := at[m[2]]
@@ -614,8 +621,8 @@ func TestAsmNonTemporalFenced(t *testing.T) {
 			switch {
 			case m[1] == "JMP":
 				return []int{to}
-			case m[1] == "JZ" && i > 0 && strings.HasPrefix(ins[i-1], ntTest):
-				return []int{i + 1} // flagNT is set: no fall past the fence
+			case m[1] == "JZ" && i > 0 && strings.HasPrefix(ins[i-1], ntTest) && to > 0 && ins[to-1] == "SFENCE":
+				return []int{i + 1} // flagNT is set: no jump past the fence
 			}
 			return []int{i + 1, to}
 		}

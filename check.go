@@ -524,6 +524,7 @@ func b2i(b bool) int {
 // the rows as given.
 func explainApply[D, T elem](n *Norm, nm *names, r *rowsOf[D, T]) string {
 	dst, x, res, inv, mean, rows, stride, dstStride := r.Dst, r.X, r.Residual, r.Inv, r.Mean, r.N, r.Stride, r.DstStride
+	givenStride, givenDstStride := stride, dstStride // as the call gave them, for the messages
 	d, _ := checkNorm(n, nm)
 	if rows < 0 || stride < 0 || dstStride < 0 {
 		nm.fail("N = %d, Stride = %d and DstStride = %d must not be negative", rows, stride, dstStride)
@@ -575,7 +576,7 @@ func explainApply[D, T elem](n *Norm, nm *names, r *rowsOf[D, T]) string {
 		}
 		if rows-1 > (math.MaxInt-d)/stride || rows-1 > (math.MaxInt-d)/dstStride {
 			nm.fail("N = %d, %s and %s: the rows do not fit in memory", rows,
-				strideText("Stride", r.Stride, stride), strideText("DstStride", r.DstStride, dstStride))
+				strideText("Stride", givenStride, stride), strideText("DstStride", givenDstStride, dstStride))
 		}
 		span, dspan = (rows-1)*stride+d, (rows-1)*dstStride+d
 		for _, s := range []struct {
@@ -585,9 +586,9 @@ func explainApply[D, T elem](n *Norm, nm *names, r *rowsOf[D, T]) string {
 			span, given, stride int
 			strideName          string
 		}{
-			{nm.x, len(x), true, span, r.Stride, stride, "Stride"},
-			{nm.dst, len(dst), true, dspan, r.DstStride, dstStride, "DstStride"},
-			{"Residual", len(res), res != nil, span, r.Stride, stride, "Stride"},
+			{nm.x, len(x), true, span, givenStride, stride, "Stride"},
+			{nm.dst, len(dst), true, dspan, givenDstStride, dstStride, "DstStride"},
+			{"Residual", len(res), res != nil, span, givenStride, stride, "Stride"},
 		} {
 			if s.set && s.n < s.span {
 				nm.fail("len(%s) = %d, want at least %d for N = %s of %d with %s", s.name, s.n, s.span,
@@ -621,7 +622,8 @@ func explainApply[D, T elem](n *Norm, nm *names, r *rowsOf[D, T]) string {
 			if unsafe.Sizeof(zd) != unsafe.Sizeof(zt) {
 				nm.fail("%s overlaps %s (the output is 16-bit, the input float32: they cannot share memory)", nm.dst, nm.x)
 			}
-			nm.fail("%s is %s with DstStride = %d and Stride = %d (in place needs the same stride)", nm.dst, nm.x, dstStride, stride)
+			nm.fail("%s is %s with %s and %s (in place needs the same stride)", nm.dst, nm.x,
+				strideText("DstStride", givenDstStride, dstStride), strideText("Stride", givenStride, stride))
 		}
 		explainOverlaps(nm, dr, xr, region(nm.w, n.Weight), r, i)
 		explainLayerOverlaps(nm, []area{dr, r, i}, []area{xr, region(nm.w, n.Weight)}, b, m)

@@ -24,8 +24,8 @@ func Float32ToBF16(dst []uint16, src []float32) {
 
 // F16ToFloat32 widens the IEEE 754 binary16 values of src (raw bits) into dst, exactly,
 // subnormals included; a NaN keeps its sign and payload and comes out quiet (a signalling one
-// gets the quiet bit, as the CPUs' conversion instructions give it). It panics, before writing anything, unless len(dst) == len(src) and dst
-// and src share no memory.
+// gets the quiet bit, as the CPUs' conversion instructions give it). It panics, before writing
+// anything, unless len(dst) == len(src) and dst and src share no memory.
 func F16ToFloat32(dst []float32, src []uint16) {
 	convert(convWidenF16, "F16ToFloat32", ptr(dst), len(dst), 4, ptr(src), len(src), 2)
 }

@@ -2,6 +2,7 @@ package rmsnorm
 
 import (
 	"math"
+	"slices"
 	"testing"
 )
 
@@ -85,15 +86,32 @@ func TestFloat64PathReference(t *testing.T) {
 			xw[i] = bf16ToFloat32(h)
 		}
 		inv16 := invF64(xw, 0)
+		nv := make([]float32, d) // n = round16(float32(x[i]*inv))
+		for i := range d {
+			nv[i] = bf16ToFloat32(float32ToBF16(float32(float64(xw[i]) * inv16)))
+		}
 		for _, mode := range []weightMode{weighted, offset, unweighted} {
-			n := normOf(mode, w)
+			wm := w
+			if mode == offset {
+				// 1+w rounded to float32 first gives the bits of 1 + float64(w) but near a
+				// bfloat16 tie: one element gets a weight where the two part (a row of one
+				// element has n = ±1, which parts nothing).
+				wm = append([]float32(nil), w...)
+				i := slices.IndexFunc(nv, func(v float32) bool { return math.Float32bits(v)&0x7f0000 != 0 })
+				switch {
+				case i >= 0:
+					wm[i] = partingWeight(t, nv[i])
+				case d > 1:
+					t.Fatalf("d=%d: no n with bits below its leading one", d)
+				}
+			}
+			n := normOf(mode, wm)
 			n.RoundNormalized = true
 			for _, k := range kernelsFor(t, formatBF16) {
 				y := make([]uint16, d)
 				applyRowsWith(k, &n, formatBF16, y, x16, nil, nil, 0, 0)
 				for i := range d {
-					nv := bf16ToFloat32(float32ToBF16(float32(float64(xw[i]) * inv16)))
-					want := float32ToBF16(float32(float64(nv) * weightF64(mode, w, i)))
+					want := float32ToBF16(float32(float64(nv[i]) * weightF64(mode, wm, i)))
 					if y[i] != want {
 						t.Fatalf("%s bf16 RoundNormalized %v d=%d: y[%d] = %#04x, want %#04x", k, mode, d, i, y[i], want)
 					}
@@ -101,6 +119,20 @@ func TestFloat64PathReference(t *testing.T) {
 			}
 		}
 	}
+}
+
+// partingWeight returns a weight w for which n*(1 + float64(w)), rounded to float32 and then
+// to bfloat16, differs from n*(1+w) with 1+w rounded to float32 first.
+func partingWeight(t *testing.T, n float32) float32 {
+	for b := uint32(0x3c000000); b < 0x3d000000; b += 7 {
+		w := math.Float32frombits(b)
+		exact := float32ToBF16(float32(float64(n) * (1 + float64(w))))
+		if exact != float32ToBF16(float32(float64(n)*float64(1+w))) {
+			return w
+		}
+	}
+	t.Fatalf("no weight parts the two products for n = %v", n)
+	return 0
 }
 
 // Backward: inv recomputed in float64 whatever Grad.Inv holds, g, c, s and dx in float64 with

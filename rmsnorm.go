@@ -85,10 +85,11 @@
 //     rounded square root), y[i] = float32((x[i]*inv)*w[i]) rounded to float32 once. Ordinary
 //     rows never get there: the test is one comparison per row.
 //
-// Consequences: a row of finite values with eps >= 0 always gets a finite inv and finite
-// normalized values x[i]*inv, at least as accurate as an ordinary row's, except an all-zero row
-// with eps == 0, which gives NaN (the weight, a bias or a 16-bit format's range can still take
-// y past the largest finite value, to ±Inf). For example [3e30 4e30] (whose float32 values are
+// Consequences: a row of finite values with eps >= 0 always gets finite normalized values
+// x[i]*inv, at least as accurate as an ordinary row's, except an all-zero row with eps == 0, which
+// gives NaN (the weight, a bias or a 16-bit format's range can still take y past the largest
+// finite value, to ±Inf; and Rows.Inv, float32(inv), is +Inf for a row whose root mean square
+// is below about 2^-128 when eps == 0). For example [3e30 4e30] (whose float32 values are
 // 2.9999999e30 and 4.0000001e30) gives [0.8485281 1.1313709], the correctly rounded result, where
 // [3 4] gives [0.8485281 1.1313708].
 // An all-zero row gives zeros when eps > 0. A NaN anywhere in a row makes the whole row NaN. An

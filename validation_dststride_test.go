@@ -254,3 +254,13 @@ func TestDstStrideLegalEdges(t *testing.T) {
 		}
 	}
 }
+
+// A message gives a stride the call left at 0 as 0, with what it stands for.
+func TestDstStrideMessageKeepsZeroStride(t *testing.T) {
+	n := Norm{Weight: []float32{1, 2, 3, 4}, Eps: 1e-6}
+	x := make([]float32, 12)
+	mustPanic(t, "in place, Stride 0", []string{"Dst is X with DstStride = 6 and Stride = 0 (meaning 4)"},
+		func() { n.Apply(Rows{Dst: x, X: x, N: 2, DstStride: 6}) })
+	mustPanic(t, "Dst short, both 0", []string{"len(Dst) = 7, want at least 8 for N = 2 rows of 4 with DstStride = 0 (meaning 4)"},
+		func() { n.Apply(Rows{Dst: make([]float32, 7), X: make([]float32, 8), N: 2}) })
+}

@@ -71,8 +71,13 @@ func dispatchCheck(m machine, results []benchutil.Result) (gaps []dispatchGap, c
 }
 
 // dispatchLines are the summary's lines on dispatch's choice, each without its indent; results
-// are the table's lines, which say why nothing was compared.
-func dispatchLines(m machine, results []benchutil.Result, gaps []dispatchGap, compared bool) []string {
+// are the table's lines, which say why nothing was compared, and calls names the call they timed
+// when it is not the plain float32 Forward ("" when it is).
+func dispatchLines(m machine, results []benchutil.Result, gaps []dispatchGap, compared bool, calls string) []string {
+	table := "the table"
+	if calls != "" {
+		table = "the table (" + calls + ")"
+	}
 	simd := m.simdKernels()
 	switch {
 	case len(simd) == 0:
@@ -80,15 +85,15 @@ func dispatchLines(m machine, results []benchutil.Result, gaps []dispatchGap, co
 	case len(simd) == 1:
 		return []string{fmt.Sprintf("dispatch: %s is the only SIMD kernel this CPU runs: nothing to choose", simd[0])}
 	case !compared && !slices.ContainsFunc(results, func(r benchutil.Result) bool { return r.Kernel == simd[0] }):
-		return []string{fmt.Sprintf("dispatch: not checked: the table did not time %s, the kernel dispatch picks here (see -kernels)", simd[0])}
+		return []string{fmt.Sprintf("dispatch: not checked: %s did not time %s, the kernel dispatch picks here (see -kernels)", table, simd[0])}
 	case !compared:
-		return []string{fmt.Sprintf("dispatch: not checked: the table timed %s beside no other SIMD kernel (see -kernels)", simd[0])}
+		return []string{fmt.Sprintf("dispatch: not checked: %s timed %s beside no other SIMD kernel (see -kernels)", table, simd[0])}
 	case len(gaps) == 0:
-		return []string{fmt.Sprintf("dispatch: %s, the kernel dispatch picks here, was the fastest SIMD kernel at every shape of the table, or within %.0f%% of it",
-			simd[0], 100*(dispatchMargin-1))}
+		return []string{fmt.Sprintf("dispatch: %s, the kernel dispatch picks here, was the fastest SIMD kernel at every shape of %s, or within %.0f%% of it",
+			simd[0], table, 100*(dispatchMargin-1))}
 	}
-	lines := []string{fmt.Sprintf("dispatch: another SIMD kernel was more than %.0f%% faster than %s, the kernel dispatch picks here:",
-		100*(dispatchMargin-1), simd[0])}
+	lines := []string{fmt.Sprintf("dispatch: at shapes of %s another SIMD kernel was more than %.0f%% faster than %s, the kernel dispatch picks here:",
+		table, 100*(dispatchMargin-1), simd[0])}
 	for _, g := range gaps {
 		lines = append(lines, fmt.Sprintf("  %s: %s took %s the time (medians %s)", g.Shape, g.Kernel, times(g.X), times(g.XMed)))
 	}

@@ -63,7 +63,7 @@ func TestDispatchCheck(t *testing.T) {
 			if !reflect.DeepEqual(gaps, c.gaps) || compared != c.compared {
 				t.Errorf("dispatchCheck = %+v, %v; want %+v, %v", gaps, compared, c.gaps, c.compared)
 			}
-			text := strings.Join(dispatchLines(c.m, c.results, gaps, compared), "\n")
+			text := strings.Join(dispatchLines(c.m, c.results, gaps, compared, ""), "\n")
 			if !strings.Contains(text, c.says) {
 				t.Errorf("the lines do not say %q:\n%s", c.says, text)
 			}
@@ -72,7 +72,7 @@ func TestDispatchCheck(t *testing.T) {
 			}
 		})
 	}
-	if lines := dispatchLines(machine{Kernels: []string{"generic"}}, nil, nil, false); lines != nil {
+	if lines := dispatchLines(machine{Kernels: []string{"generic"}}, nil, nil, false, ""); lines != nil {
 		t.Errorf("generic alone: %q, want no line", lines)
 	}
 }
@@ -86,8 +86,39 @@ func TestDispatchCheckNamesTheFastest(t *testing.T) {
 	}
 	// Gaps to two kernels, at two shapes: the override names both.
 	gaps, _ = dispatchCheck(m, []benchutil.Result{result("s", "a", 100), result("s", "b", 90), result("t", "a", 100), result("t", "c", 90)})
-	text := strings.Join(dispatchLines(m, nil, gaps, true), "\n")
+	text := strings.Join(dispatchLines(m, nil, gaps, true, ""), "\n")
 	if !strings.Contains(text, "RMSNORM_KERNEL=b or RMSNORM_KERNEL=c picks one of them") {
 		t.Errorf("two faster kernels: the lines do not offer both:\n%s", text)
+	}
+}
+
+// The dispatch lines name the table's call unless it is the plain float32 Forward, so that a gap
+// in a -backward, -layernorm, -workers or 16-bit table is not read as one of ordinary calls.
+func TestDispatchLinesNameTheCall(t *testing.T) {
+	for _, c := range []struct {
+		cfg  config
+		want string
+	}{
+		{config{format: "f32"}, ""},
+		{config{format: "f32", backward: true}, "Norm.Backward"},
+		{config{format: "f32", backward: true, layernorm: true, workers: 2}, "Norm.Backward, LayerNorm, Workers: 2"},
+		{config{format: "bf16"}, "ForwardBF16"},
+		{config{format: "f16", workers: 3}, "Norm.ApplyF16, Workers: 3"},
+		{config{format: "f32", layernorm: true}, "Norm.Forward, LayerNorm"},
+	} {
+		b := &bench{config: c.cfg}
+		if got := b.tableCalls(); got != c.want {
+			t.Errorf("%+v: tableCalls = %q, want %q", c.cfg, got, c.want)
+		}
+	}
+	m := machine{Kernel: "a", Kernels: []string{"a", "b", "generic"}}
+	gaps, compared := dispatchCheck(m, []benchutil.Result{result("s", "a", 100), result("s", "b", 90)})
+	text := strings.Join(dispatchLines(m, nil, gaps, compared, "Norm.Backward"), "\n")
+	if !strings.Contains(text, "at shapes of the table (Norm.Backward) another SIMD kernel") {
+		t.Errorf("the lines do not name the call:\n%s", text)
+	}
+	text = strings.Join(dispatchLines(m, nil, nil, true, "ForwardBF16"), "\n")
+	if !strings.Contains(text, "every shape of the table (ForwardBF16)") {
+		t.Errorf("the lines do not name the call:\n%s", text)
 	}
 }

@@ -82,6 +82,9 @@ func describeMachine() machine {
 				m.Module = dep.Version
 			}
 		}
+		if bi.Main.Path == "github.com/gosimd/rmsnorm" { // go run or go install of the command itself, at a version
+			m.Module = bi.Main.Version
+		}
 	}
 	return m
 }
@@ -89,7 +92,7 @@ func describeMachine() machine {
 // printMachine prints the lines that describe the machine and the package's choice of kernel.
 func (b *bench) printMachine() {
 	m := b.rep.Machine
-	b.printf("cpu:      %s (%d cores; %s)\n", m.CPU, m.Cores, caches(m))
+	b.printf("cpu:      %s (%d logical CPUs; %s)\n", m.CPU, m.Cores, caches(m))
 	if m.StreamBytes > 0 {
 		b.printf("          (the assembly kernels stream calls whose rows, read and written, add up to %s or more: %s)\n",
 			size(m.StreamBytes), m.streamWhy)

@@ -77,10 +77,13 @@ func main() {
 	c := config{kernels: rmsnorm.Kernels(), dur: *duration, format: *format, backward: *backward,
 		layernorm: *layernorm, workers: *workers, peers: *withPeers, variants: *variants, overhead: *overhead, summary: *summary}
 	if *kernelsFlag != "" {
-		c.kernels = strings.Split(*kernelsFlag, ",")
-		for _, k := range c.kernels {
+		c.kernels = nil
+		for _, k := range strings.Split(*kernelsFlag, ",") {
 			if !slices.Contains(rmsnorm.Kernels(), k) {
 				fatalf("kernel %q is not available here; available: %s", k, strings.Join(rmsnorm.Kernels(), ", "))
+			}
+			if !slices.Contains(c.kernels, k) { // each kernel once
+				c.kernels = append(c.kernels, k)
 			}
 		}
 	}
@@ -102,6 +105,20 @@ func main() {
 	}
 	if c.backward && c.peers {
 		fatalf("-peers times the peers' forward passes: it does not go with -backward")
+	}
+	if c.peers && c.workers > 0 {
+		fatalf("-peers times the peers' calls on one goroutine: it does not go with -workers")
+	}
+	if c.peers && c.format != "f32" {
+		fatalf("-peers times float32 rows (the peers have no 16-bit forms): it takes -format f32")
+	}
+	if c.peers {
+		if err := peersHere(); err != nil {
+			fatalf("%v", err)
+		}
+	}
+	if flag.NArg() > 0 {
+		fatalf("unexpected argument %q: shapes and kernels are comma-separated lists (-shapes 1x128,2x256)", flag.Arg(0))
 	}
 	if c.dur <= 0 {
 		fatalf("-duration %v: want a positive duration", c.dur)

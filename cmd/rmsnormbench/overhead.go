@@ -130,7 +130,8 @@ func (b *bench) overheadSection() {
 		b.printf("%-10s (kernel alone: %.1f ns, %.1f ns with Residual; the rest of a call is its Go side)\n", "", alone, aloneRes)
 	}
 	b.printf("\nns/call is what one call costs you; each call normalizes the next piece of a batch of rows in L2 (the\n" +
-		"table above has single rows in L1), and the kernel alone is the same rows' share of one call on the batch.\n" +
+		"table above times each of its single rows over and over, from whichever cache holds it), and the kernel\n" +
+		"alone is the same rows' share of one call on the batch.\n" +
 		"Rows{...} is what you pay when you write the Rows literal in the call; \"rows built ahead\" is what you pay\n" +
 		"when you build the Rows once (per layer, say) and pass them again, which spares the call a wait for the\n" +
 		"literal's stores to reach the cache.\n")

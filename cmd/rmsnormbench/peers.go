@@ -21,10 +21,19 @@ type peersRunner struct {
 	bin string
 }
 
+// peersHere reports why -peers cannot run from this directory (nil when it can): main checks it
+// before anything is printed.
+func peersHere() error {
+	if _, err := os.Stat("bench/peers/go.mod"); err != nil {
+		return fmt.Errorf("-peers needs bench/peers: run from the root of the rmsnorm repository")
+	}
+	return nil
+}
+
 // buildPeers builds bench/peers' command; on amd64 with GOEXPERIMENT=simd, for the archsimd peer.
 func buildPeers() (*peersRunner, error) {
-	if _, err := os.Stat("bench/peers/go.mod"); err != nil {
-		return nil, fmt.Errorf("-peers needs bench/peers: run from the root of the rmsnorm repository")
+	if err := peersHere(); err != nil {
+		return nil, err
 	}
 	dir, err := os.MkdirTemp("", "rmsnormbench")
 	if err != nil {

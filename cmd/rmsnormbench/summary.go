@@ -19,15 +19,16 @@ type summary struct {
 	Kernel string         `json:"kernel"` // the kernel in use
 	Shapes []summaryShape `json:"shapes"`
 	// WorkersSpeedup is the time of Norm.Forward on the larger shape with Workers: 1 over its time
-	// with Workers: 2 (0 when Go sees one CPU).
+	// with Workers: 2 (0 when GOMAXPROCS is 1).
 	WorkersSpeedup float64 `json:"workers2_speedup,omitempty"`
 	// DispatchGaps are the shapes of the table where a SIMD kernel was more than 5% faster than
 	// the one dispatch picks (dispatchCheck); DispatchChecked says whether the table had two
 	// SIMD kernels to compare.
 	DispatchGaps    []dispatchGap `json:"dispatch_gaps,omitempty"`
 	DispatchChecked bool          `json:"dispatch_checked"`
-	Measurements    int           `json:"measurements"`      // of the whole run
-	Busy            int           `json:"busy_measurements"` // those whose median round was more than busySpread above the best
+	DispatchCalls   string        `json:"dispatch_calls,omitempty"` // the table's call, when not the plain float32 Forward
+	Measurements    int           `json:"measurements"`             // of the whole run
+	Busy            int           `json:"busy_measurements"`        // those whose median round was more than busySpread above the best
 }
 
 type summaryShape struct {
@@ -89,7 +90,7 @@ func (c config) summaryMeasurements(active string) int {
 		}
 		n += 2 // Forward and ForwardBF16, in turn
 	}
-	if runtime.NumCPU() > 1 {
+	if runtime.GOMAXPROCS(0) > 1 {
 		n += 2
 	}
 	return n
@@ -144,7 +145,7 @@ func (b *bench) summarySection() {
 			ss.XGeneric = ns["generic"] / ns[m.Kernel]
 		}
 		sum.Shapes = append(sum.Shapes, ss)
-		if s == summaryShapes[len(summaryShapes)-1] && runtime.NumCPU() > 1 {
+		if s == summaryShapes[len(summaryShapes)-1] && runtime.GOMAXPROCS(0) > 1 { // Go runs goroutines on that many CPUs at once
 			n1, n2 := rmsnorm.Norm{Weight: w, Eps: 1e-6, Workers: 1}, rmsnorm.Norm{Weight: w, Eps: 1e-6, Workers: 2}
 			ws := b.timeEach([]string{s.String() + " Workers: 1", s.String() + " Workers: 2"},
 				[]func(){func() { n1.Forward(y, x) }, func() { n2.Forward(y, x) }}, nil)
@@ -152,6 +153,7 @@ func (b *bench) summarySection() {
 		}
 	}
 	sum.DispatchGaps, sum.DispatchChecked = dispatchCheck(m, b.rep.Results)
+	sum.DispatchCalls = b.tableCalls()
 	sum.Measurements = len(b.spreads)
 	sum.Busy, _ = b.busy(0)
 	b.rep.Summary = sum
@@ -171,25 +173,26 @@ func (b *bench) printSummary() {
 	default:
 		b.printf("  kernel in use: %s, set by RMSNORM_KERNEL (the best on this CPU: %s)\n", m.Kernel, m.Kernels[0])
 	}
-	b.printf("  %s is %s faster than the textbook loop at %s, %s at %s", m.Kernel, times(one.XTextbook), one.Shape,
-		times(big.XTextbook), big.Shape)
+	b.printf("  %s is %s than the textbook loop at %s, %s at %s", m.Kernel, faster(one.XTextbook), one.Shape,
+		faster(big.XTextbook), big.Shape)
 	if m.Kernel != "generic" {
-		b.printf("; %s and %s faster than generic", times(one.XGeneric), times(big.XGeneric))
+		b.printf("; %s and %s than generic", faster(one.XGeneric), faster(big.XGeneric))
 	}
 	b.printf("\n  a %s row costs %.0f ns (Forward, float32); a %s batch %.2f ms\n", one.Shape, one.NsPerRow, big.Shape,
 		big.NsPerRow*float64(summaryShapes[1].Rows)/1e6)
 	b.printf("  bfloat16 rows (ForwardBF16) take %s the time of float32 ones at %s, %s at %s\n", times(one.BF16), one.Shape,
 		times(big.BF16), big.Shape)
-	for _, l := range dispatchLines(m, b.rep.Results, sum.DispatchGaps, sum.DispatchChecked) {
+	for _, l := range dispatchLines(m, b.rep.Results, sum.DispatchGaps, sum.DispatchChecked, sum.DispatchCalls) {
 		b.printf("  %s\n", l)
 	}
 	switch s := sum.WorkersSpeedup; {
 	case s == 0:
-		b.printf("  Workers cannot help here: Go sees one CPU\n")
+		b.printf("  Workers cannot help here: Go runs one goroutine at a time (GOMAXPROCS is %d)\n", runtime.GOMAXPROCS(0))
 	case s >= 1+busySpread:
 		b.printf("  Workers: 2 helps here: a %s Norm.Forward runs %s as fast as on one goroutine\n", big.Shape, times(s))
 	default:
-		b.printf("  Workers: 2 does not help here: a %s Norm.Forward runs %s as fast as on one goroutine\n", big.Shape, times(s))
+		b.printf("  Workers: 2 does not help here: a %s Norm.Forward runs %s as fast as on one goroutine (less than %.0f%% faster)\n",
+			big.Shape, times(s), 100*busySpread)
 	}
 	if sum.Busy > 0 {
 		b.warnIfBusy(0, "  ")
@@ -203,4 +206,13 @@ func mustSetKernel(k string) {
 	if err := rmsnorm.SetKernel(k); err != nil {
 		panic(err)
 	}
+}
+
+// faster words r, another call's time over this one's: "4.20x faster", or "1.25x slower" when
+// this one took longer (r below 1).
+func faster(r float64) string {
+	if r < 1 && r > 0 {
+		return times(1/r) + " slower"
+	}
+	return times(r) + " faster"
 }

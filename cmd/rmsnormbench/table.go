@@ -124,7 +124,13 @@ func (b *bench) tableShape(s benchutil.Shape, peers *peersRunner) error {
 		what := s.String() + " " + k
 		kc := kernelCalls{main: timed(what, call(b.workers), pick), f32: -1, rms: -1, fwd: -1, one: -1}
 		if b.format != "f32" {
+			// The float32 call the 16-bit one is divided by: the same Workers, so that x f32
+			// is what the format changes alone.
 			f32 := func() { rmsnorm.Forward(y, x, w, 1e-6) }
+			if b.workers > 0 {
+				n := rmsnorm.Norm{Weight: w, Eps: 1e-6, Workers: b.workers}
+				f32 = func() { n.Forward(y, x) }
+			}
 			if b.layernorm {
 				n := layerNorm(w, bias, b.workers)
 				f32 = func() { n.Forward(y, x) }
@@ -178,13 +184,36 @@ func (b *bench) tableShape(s benchutil.Shape, peers *peersRunner) error {
 	return nil
 }
 
+// tableCalls names the call the table times, for the summary's dispatch lines: "" for the plain
+// float32 Forward, else the call, LayerNorm and Workers where they apply.
+func (b *bench) tableCalls() string {
+	var parts []string
+	switch {
+	case b.backward:
+		parts = append(parts, "Norm.Backward")
+	case b.format != "f32" && (b.layernorm || b.workers > 0):
+		parts = append(parts, map[string]string{"bf16": "Norm.ApplyBF16", "f16": "Norm.ApplyF16"}[b.format])
+	case b.format != "f32":
+		parts = append(parts, map[string]string{"bf16": "ForwardBF16", "f16": "ForwardF16"}[b.format])
+	case b.layernorm || b.workers > 0:
+		parts = append(parts, "Norm.Forward")
+	}
+	if b.layernorm {
+		parts = append(parts, "LayerNorm")
+	}
+	if b.workers > 0 {
+		parts = append(parts, fmt.Sprintf("Workers: %d", b.workers))
+	}
+	return strings.Join(parts, ", ")
+}
+
 // printTableHead says what the table's calls are and prints its column heads.
 func (b *bench) printTableHead() {
 	switch {
 	case b.format != "f32":
-		calls := "ForwardBF16/ForwardF16"
+		calls := map[string]string{"bf16": "ForwardBF16", "f16": "ForwardF16"}[b.format]
 		if b.layernorm || b.workers > 0 {
-			calls = "Norm.ApplyBF16/ApplyF16"
+			calls = map[string]string{"bf16": "Norm.ApplyBF16", "f16": "Norm.ApplyF16"}[b.format]
 		}
 		b.printf("rows stored as %s: %s, each against copy() of the same 16-bit bytes\n", b.format, calls)
 	case b.backward && b.layernorm:
@@ -254,7 +283,8 @@ func (b *bench) printTableNotes() {
 	b.printf("\nns/row of the best of ten rounds and of the median one; GB/s and the ratios use the best.\n")
 	b.printf("At each shape copy() and the kernels take their rounds in turn.\n")
 	if b.backward {
-		b.printf("GB/s counts x and dy read plus dx written; x copy is the time over copy() of x and dy (lower is better).\n")
+		b.printf("GB/s counts x and dy read plus dx written (copy(): x and dy read and written); x copy is the time\n" +
+			"over copy() of x and dy into two other buffers (lower is better).\n")
 		if b.layernorm {
 			b.printf("x fwd is the time over Norm.Apply on the same rows (with Inv and Mean) and the same kernel.\n")
 		} else {
@@ -264,7 +294,8 @@ func (b *bench) printTableNotes() {
 		b.printf("GB/s counts x read plus y written; x copy is the time over copy() of the same bytes (lower is better).\n")
 	}
 	if b.format != "f32" {
-		b.printf("x f32 is the time over Forward on the same rows in float32, with the same kernel (lower is better).\n")
+		b.printf("x f32 is the time over the float32 call (Forward, or Norm.Forward with the same Workers and\n" +
+			"LayerNorm fields) on the same rows, with the same kernel (lower is better).\n")
 	}
 	if b.layernorm {
 		b.printf("x rms is LayerNorm's time over RMSNorm's (a Norm with the same Weight, without Center and Bias)\n" +

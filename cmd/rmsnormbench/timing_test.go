@@ -41,3 +41,12 @@ func TestMeasurementsCountsEveryMeasurement(t *testing.T) {
 		})
 	}
 }
+
+// The summary says slower, not "0.80x faster", when the kernel took longer.
+func TestFaster(t *testing.T) {
+	for r, want := range map[float64]string{32: "32x faster", 1.5: "1.50x faster", 1: "1.00x faster", 0.8: "1.25x slower"} {
+		if got := faster(r); got != want {
+			t.Errorf("faster(%v) = %q, want %q", r, got, want)
+		}
+	}
+}

@@ -24,16 +24,19 @@ func parseQK(s string) (qkLayout, error) {
 	n := make([]int, len(f))
 	for i := range f {
 		var err error
-		if n[i], err = strconv.Atoi(f[i]); err != nil || n[i] < 1 {
+		if n[i], err = strconv.Atoi(f[i]); err != nil || n[i] < 1 || n[i] > maxQKField {
 			n = nil
 			break
 		}
 	}
 	if len(n) != 3 {
-		return qkLayout{}, fmt.Errorf("-qk %q: want HEADS,KVHEADS,HEADDIM, each >= 1, e.g. 32,8,128", s)
+		return qkLayout{}, fmt.Errorf("-qk %q: want HEADS,KVHEADS,HEADDIM, each from 1 to %d, e.g. 32,8,128", s, maxQKField)
 	}
 	return qkLayout{n[0], n[1], n[2]}, nil
 }
+
+// maxQKField bounds each number of -qk (heads, KV heads, head dimension), far above any model's.
+const maxQKField = 1 << 16
 
 // maxQKVBytes caps the QKV buffer of the q/k norm variant at the size of the largest batch the
 // package's benchmarks time (benchutil.Large): a shape's row count larger than that in tokens
@@ -46,7 +49,7 @@ func (c config) qkTokens() (tokens, tooLarge []int) {
 	for _, s := range c.shapes {
 		switch {
 		case slices.Contains(tokens, s.Rows) || slices.Contains(tooLarge, s.Rows):
-		case 4*s.Rows*c.qk.width() > maxQKVBytes:
+		case c.qk.width() > maxQKVBytes/4/s.Rows: // 4*rows*width bytes, without overflow
 			tooLarge = append(tooLarge, s.Rows)
 		default:
 			tokens = append(tokens, s.Rows)

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -38,15 +39,29 @@ func Must(list string) []Shape {
 	return s
 }
 
-// ParseShapes parses a comma-separated list of ROWSxD.
+// MaxElems is the most elements a shape may have: 2 GiB of float32, in each of the few buffers
+// a measurement allocates.
+const MaxElems = 1 << 29
+
+// ParseShapes parses a comma-separated list of ROWSxD, each shape once in the order of its first
+// appearance.
 func ParseShapes(list string) ([]Shape, error) {
 	var shapes []Shape
 	for _, f := range strings.Split(list, ",") {
+		r, d, ok := strings.Cut(f, "x")
 		var s Shape
-		if _, err := fmt.Sscanf(f, "%dx%d", &s.Rows, &s.D); err != nil || s.Rows < 1 || s.D < 1 {
+		var errR, errD error
+		s.Rows, errR = strconv.Atoi(r)
+		s.D, errD = strconv.Atoi(d)
+		if !ok || errR != nil || errD != nil || s.Rows < 1 || s.D < 1 {
 			return nil, fmt.Errorf("bad shape %q: want ROWSxD with both >= 1, e.g. 32768x128", f)
 		}
-		shapes = append(shapes, s)
+		if s.Rows > MaxElems/s.D {
+			return nil, fmt.Errorf("shape %q: more than %d elements (2 GiB of float32)", f, MaxElems)
+		}
+		if !slices.Contains(shapes, s) {
+			shapes = append(shapes, s)
+		}
 	}
 	return shapes, nil
 }
@@ -164,7 +179,7 @@ type Result struct {
 	NsPerRow float64 `json:"ns_per_row"` // of the best round
 	// NsPerRowMedian is the median round's ns per row.
 	NsPerRowMedian float64 `json:"ns_per_row_median,omitempty"`
-	GBps           float64 `json:"gb_per_s"`            // x read plus y written
+	GBps           float64 `json:"gb_per_s"`            // the bytes the call moves per second: x read plus y written (the backward: x and dy read, dx written)
 	XCopy          float64 `json:"x_copy"`              // time over copy() of the same bytes, measured in the same process
 	XF32           float64 `json:"x_float32,omitempty"` // 16-bit rows: time over Forward on the same rows in float32
 	// XForward (backward) is the time over Norm.Apply on the same rows with the same kernel.

@@ -62,3 +62,21 @@ func TestTimeEachInterleaves(t *testing.T) {
 		t.Errorf("each function followed the same one in every round: %v", preps[n:])
 	}
 }
+
+// ParseShapes takes ROWSxD with both >= 1 and nothing else, each shape once, and refuses shapes
+// too large to allocate.
+func TestParseShapes(t *testing.T) {
+	got, err := ParseShapes("1x128,2048x4096,1x128,32768x128")
+	if want := []Shape{{1, 128}, {2048, 4096}, {32768, 128}}; err != nil || !slices.Equal(got, want) {
+		t.Fatalf("ParseShapes: %v, %v; want %v", got, err, want)
+	}
+	for _, bad := range []string{"", "1x128abc", "2x256x9", "x128", "1x", "0x128", "1x0", "-1x128", "1 x128", "1X128",
+		"4611686018427387904x2", "536870913x1", "1x536870913", "65536x8193"} {
+		if s, err := ParseShapes(bad); err == nil {
+			t.Errorf("ParseShapes(%q) = %v, want an error", bad, s)
+		}
+	}
+	if _, err := ParseShapes("65536x8192"); err != nil { // MaxElems exactly
+		t.Errorf("ParseShapes(65536x8192): %v", err)
+	}
+}

@@ -80,7 +80,9 @@ func main() {
 		c.kernels = nil
 		for _, k := range strings.Split(*kernelsFlag, ",") {
 			if !slices.Contains(rmsnorm.Kernels(), k) {
-				fatalf("kernel %q is not available here; available: %s", k, strings.Join(rmsnorm.Kernels(), ", "))
+				// SetKernel fails for k, changing nothing, and its error says whether k is a
+				// kernel at all or one this machine cannot run.
+				fatalf("-kernels: %v", rmsnorm.SetKernel(k))
 			}
 			if !slices.Contains(c.kernels, k) { // each kernel once
 				c.kernels = append(c.kernels, k)

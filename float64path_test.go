@@ -23,36 +23,9 @@ func tinyRow(d int) (x, w, dy []float32) {
 	return x, w, dy
 }
 
-// invF64 is inv of the float64 path: exact squares summed in increasing i, 1/sqrt(ss/d + eps),
-// every operation in float64.
-func invF64(x []float32, eps float32) float64 {
-	var ss float64
-	for _, v := range x {
-		ss += float64(v) * float64(v)
-	}
-	return 1 / math.Sqrt(ss/float64(len(x))+float64(eps))
-}
-
-// weightF64 is w' on the float64 path: w, 1 + float64(w) with UnitOffset, or 1.
-func weightF64(mode weightMode, w []float32, i int) float64 {
-	switch mode {
-	case weighted:
-		return float64(w[i])
-	case offset:
-		return 1 + float64(w[i])
-	}
-	return 1
-}
-
-func normOf(mode weightMode, w []float32) Norm {
-	switch mode {
-	case weighted:
-		return Norm{Weight: w}
-	case offset:
-		return Norm{Weight: w, UnitOffset: true}
-	}
-	return Norm{Dim: len(w)}
-}
+// The references below are the float64 path's arithmetic: refInv64 (exact squares summed in
+// increasing i, 1/sqrt(ss/d + eps), every operation in float64), weightForm64 (w' = w,
+// 1 + float64(w) with UnitOffset, or 1) and normFor, from backward_accuracy_test.go.
 
 // Forward: y[i] = float32((x[i]*inv)*w'[i]), one rounding, for every weight form; and for
 // bfloat16 rows with RoundNormalized, n = round16(float32(x[i]*inv)), then
@@ -60,14 +33,14 @@ func normOf(mode weightMode, w []float32) Norm {
 func TestFloat64PathReference(t *testing.T) {
 	for _, d := range []int{1, 8, 67, 130} {
 		x, w, _ := tinyRow(d)
-		inv := invF64(x, 0)
+		inv := refInv64(x, 0)
 		for _, mode := range []weightMode{weighted, offset, unweighted} {
-			n := normOf(mode, w)
+			n := normFor(mode, w, 0)
 			for _, k := range testKernels() {
 				y := make([]float32, d)
 				applyRowsWith(k, &n, formatF32, y, x, nil, nil, 0, 0)
 				for i := range d {
-					want := float32(float64(x[i]) * inv * weightF64(mode, w, i))
+					want := float32(float64(x[i]) * inv * weightForm64(mode, w, i))
 					if math.Float32bits(y[i]) != math.Float32bits(want) {
 						t.Fatalf("%s %v d=%d: y[%d] = %#08x, want %#08x", k, mode, d, i, math.Float32bits(y[i]), math.Float32bits(want))
 					}
@@ -85,7 +58,7 @@ func TestFloat64PathReference(t *testing.T) {
 		for i, h := range x16 {
 			xw[i] = bf16ToFloat32(h)
 		}
-		inv16 := invF64(xw, 0)
+		inv16 := refInv64(xw, 0)
 		nv := make([]float32, d) // n = round16(float32(x[i]*inv))
 		for i := range d {
 			nv[i] = bf16ToFloat32(float32ToBF16(float32(float64(xw[i]) * inv16)))
@@ -105,13 +78,13 @@ func TestFloat64PathReference(t *testing.T) {
 					t.Fatalf("d=%d: no n with bits below its leading one", d)
 				}
 			}
-			n := normOf(mode, wm)
+			n := normFor(mode, wm, 0)
 			n.RoundNormalized = true
 			for _, k := range kernelsFor(t, formatBF16) {
 				y := make([]uint16, d)
 				applyRowsWith(k, &n, formatBF16, y, x16, nil, nil, 0, 0)
 				for i := range d {
-					want := float32ToBF16(float32(float64(nv[i]) * weightF64(mode, wm, i)))
+					want := float32ToBF16(float32(float64(nv[i]) * weightForm64(mode, wm, i)))
 					if y[i] != want {
 						t.Fatalf("%s bf16 RoundNormalized %v d=%d: y[%d] = %#04x, want %#04x", k, mode, d, i, y[i], want)
 					}
@@ -141,12 +114,12 @@ func partingWeight(t *testing.T, n float32) float32 {
 func TestBackwardFloat64PathReference(t *testing.T) {
 	const d = 67
 	x, w, dy := tinyRow(d)
-	inv := invF64(x, 0)
+	inv := refInv64(x, 0)
 	for _, mode := range []weightMode{weighted, offset, unweighted} {
-		n := normOf(mode, w)
+		n := normFor(mode, w, 0)
 		var c float64
 		for i := range d {
-			c += float64(dy[i]) * weightF64(mode, w, i) * float64(x[i])
+			c += float64(dy[i]) * weightForm64(mode, w, i) * float64(x[i])
 		}
 		s := inv * inv * c / d
 		for _, k := range testKernels() {
@@ -160,7 +133,7 @@ func TestBackwardFloat64PathReference(t *testing.T) {
 				}
 				backwardWith(k, n, g)
 				for i := range d {
-					want := float32(inv * (float64(dy[i])*weightF64(mode, w, i) - float64(x[i])*s))
+					want := float32(inv * (float64(dy[i])*weightForm64(mode, w, i) - float64(x[i])*s))
 					if math.Float32bits(dx[i]) != math.Float32bits(want) {
 						t.Fatalf("%s %v Inv %v: dx[%d] = %#08x, want %#08x", k, mode, given, i, math.Float32bits(dx[i]), math.Float32bits(want))
 					}

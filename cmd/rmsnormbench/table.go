@@ -184,6 +184,15 @@ func (b *bench) tableShape(s benchutil.Shape, peers *peersRunner) error {
 	return nil
 }
 
+// call16 names the 16-bit call the table times: ForwardBF16 or ForwardF16, or a Norm's
+// ApplyBF16 or ApplyF16 with LayerNorm or Workers.
+func (b *bench) call16() string {
+	if b.layernorm || b.workers > 0 {
+		return map[string]string{"bf16": "Norm.ApplyBF16", "f16": "Norm.ApplyF16"}[b.format]
+	}
+	return map[string]string{"bf16": "ForwardBF16", "f16": "ForwardF16"}[b.format]
+}
+
 // tableCalls names the call the table times, for the summary's dispatch lines: "" for the plain
 // float32 Forward, else the call, LayerNorm and Workers where they apply.
 func (b *bench) tableCalls() string {
@@ -191,10 +200,8 @@ func (b *bench) tableCalls() string {
 	switch {
 	case b.backward:
 		parts = append(parts, "Norm.Backward")
-	case b.format != "f32" && (b.layernorm || b.workers > 0):
-		parts = append(parts, map[string]string{"bf16": "Norm.ApplyBF16", "f16": "Norm.ApplyF16"}[b.format])
 	case b.format != "f32":
-		parts = append(parts, map[string]string{"bf16": "ForwardBF16", "f16": "ForwardF16"}[b.format])
+		parts = append(parts, b.call16())
 	case b.layernorm || b.workers > 0:
 		parts = append(parts, "Norm.Forward")
 	}
@@ -211,11 +218,7 @@ func (b *bench) tableCalls() string {
 func (b *bench) printTableHead() {
 	switch {
 	case b.format != "f32":
-		calls := map[string]string{"bf16": "ForwardBF16", "f16": "ForwardF16"}[b.format]
-		if b.layernorm || b.workers > 0 {
-			calls = map[string]string{"bf16": "Norm.ApplyBF16", "f16": "Norm.ApplyF16"}[b.format]
-		}
-		b.printf("rows stored as %s: %s, each against copy() of the same 16-bit bytes\n", b.format, calls)
+		b.printf("rows stored as %s: %s, each against copy() of the same 16-bit bytes\n", b.format, b.call16())
 	case b.backward && b.layernorm:
 		b.printf("Norm.Backward with Inv, Mean, DW and DB (RMSNorm: Inv and DW), against copy() of x and dy into two other buffers\n")
 	case b.backward:

@@ -4078,57 +4078,68 @@ scalebody:
 	SHLQ $0x03, R10
 
 longrows8:
-	ADDQ  DX, R10
-	MOVL  job_flags+0(AX), R11
-	TESTL $0x00000001, R11
-	JNZ   scalent
-	TESTQ SI, SI
-	JZ    scaleloopnoweight
-	TESTL $0x00000010, R11
-	JNZ   scaleloopoffset
+	ADDQ      DX, R10
+	MOVL      job_flags+0(AX), R11
+	TESTL     $0x00000001, R11
+	JNZ       scalent
+	TESTQ     SI, SI
+	JZ        scaleloopnoweight
+	TESTL     $0x00000010, R11
+	JNZ       scaleloopoffset
+	CMPQ      R8, R9
+	JG        scaletail
+	VCVTPH2PS (DX)(R8*2), Z2
+	VCVTPH2PS 32(DX)(R8*2), Z3
+	VCVTPH2PS 64(DX)(R8*2), Z4
+	VCVTPH2PS 96(DX)(R8*2), Z5
 
 	PCALIGN $32
-scaleloop:
-	CMPQ  R8, R9
-	JG    scaletail
+scaleloopahead:
 	TESTL $0x00000002, R11
 	JNZ   scalelooppf9
 
 scaleloopbody10:
-	VCVTPH2PS (DX)(R8*2), Z2
-	VMULPS    Z1, Z2, Z2
-	VCVTPH2PS 32(DX)(R8*2), Z3
-	VMULPS    Z1, Z3, Z3
-	VCVTPH2PS 64(DX)(R8*2), Z4
-	VMULPS    Z1, Z4, Z4
-	VCVTPH2PS 96(DX)(R8*2), Z5
-	VMULPS    Z1, Z5, Z5
-	TESTL     $0x00000008, job_flags+0(AX)
-	JZ        notrn11
-	VCVTPS2PH $0x00, Z2, Y2
-	VCVTPH2PS Y2, Z2
-	VCVTPS2PH $0x00, Z3, Y3
-	VCVTPH2PS Y3, Z3
-	VCVTPS2PH $0x00, Z4, Y4
-	VCVTPH2PS Y4, Z4
-	VCVTPS2PH $0x00, Z5, Y5
-	VCVTPH2PS Y5, Z5
+	VMULPS    Z1, Z2, Z15
+	VMULPS    Z1, Z3, Z16
+	VMULPS    Z1, Z4, Z17
+	VMULPS    Z1, Z5, Z18
+	LEAQ      64(R8), R12
+	CMPQ      R12, R9
+	JG        scalelooplast11
+	VCVTPH2PS 128(DX)(R8*2), Z2
+	VCVTPH2PS 160(DX)(R8*2), Z3
+	VCVTPH2PS 192(DX)(R8*2), Z4
+	VCVTPH2PS 224(DX)(R8*2), Z5
 
-notrn11:
-	VMULPS       (SI)(R8*4), Z2, Z2
-	VMULPS       64(SI)(R8*4), Z3, Z3
-	VCVTPS2PH    $0x00, Z2, Y7
-	VCVTPS2PH    $0x00, Z3, Y2
-	VINSERTI64X4 $0x01, Y2, Z7, Z7
+scalelooplast11:
+	TESTL     $0x00000008, job_flags+0(AX)
+	JZ        notrn12
+	VCVTPS2PH $0x00, Z15, Y7
+	VCVTPH2PS Y7, Z15
+	VCVTPS2PH $0x00, Z16, Y7
+	VCVTPH2PS Y7, Z16
+	VCVTPS2PH $0x00, Z17, Y7
+	VCVTPH2PS Y7, Z17
+	VCVTPS2PH $0x00, Z18, Y7
+	VCVTPH2PS Y7, Z18
+
+notrn12:
+	VMULPS       (SI)(R8*4), Z15, Z15
+	VMULPS       64(SI)(R8*4), Z16, Z16
+	VCVTPS2PH    $0x00, Z15, Y7
+	VCVTPS2PH    $0x00, Z16, Y8
+	VINSERTI64X4 $0x01, Y8, Z7, Z7
 	VMOVDQU64    Z7, (CX)(R8*2)
-	VMULPS       128(SI)(R8*4), Z4, Z4
-	VMULPS       192(SI)(R8*4), Z5, Z5
-	VCVTPS2PH    $0x00, Z4, Y8
-	VCVTPS2PH    $0x00, Z5, Y2
-	VINSERTI64X4 $0x01, Y2, Z8, Z8
+	VMULPS       128(SI)(R8*4), Z17, Z17
+	VMULPS       192(SI)(R8*4), Z18, Z18
+	VCVTPS2PH    $0x00, Z17, Y8
+	VCVTPS2PH    $0x00, Z18, Y7
+	VINSERTI64X4 $0x01, Y7, Z8, Z8
 	VMOVDQU64    Z8, 64(CX)(R8*2)
 	ADDQ         $0x00000040, R8
-	JMP          scaleloop
+	CMPQ         R8, R9
+	JLE          scaleloopahead
+	JMP          scaletail
 
 scalelooppf9:
 	PREFETCHT0 (R10)(R8*2)
@@ -4140,9 +4151,9 @@ scaleloopoffset:
 	CMPQ  R8, R9
 	JG    scaletail
 	TESTL $0x00000002, R11
-	JNZ   scaleloopoffsetpf12
+	JNZ   scaleloopoffsetpf13
 
-scaleloopoffsetbody13:
+scaleloopoffsetbody14:
 	VCVTPH2PS (DX)(R8*2), Z2
 	VMULPS    Z1, Z2, Z2
 	VCVTPH2PS 32(DX)(R8*2), Z3
@@ -4152,7 +4163,7 @@ scaleloopoffsetbody13:
 	VCVTPH2PS 96(DX)(R8*2), Z5
 	VMULPS    Z1, Z5, Z5
 	TESTL     $0x00000008, job_flags+0(AX)
-	JZ        notrn14
+	JZ        notrn15
 	VCVTPS2PH $0x00, Z2, Y2
 	VCVTPH2PS Y2, Z2
 	VCVTPS2PH $0x00, Z3, Y3
@@ -4162,7 +4173,7 @@ scaleloopoffsetbody13:
 	VCVTPS2PH $0x00, Z5, Y5
 	VCVTPH2PS Y5, Z5
 
-notrn14:
+notrn15:
 	VMOVUPS      (SI)(R8*4), Z15
 	VADDPS       Z0, Z15, Z15
 	VMULPS       Z15, Z2, Z2
@@ -4186,42 +4197,56 @@ notrn14:
 	ADDQ         $0x00000040, R8
 	JMP          scaleloopoffset
 
-scaleloopoffsetpf12:
+scaleloopoffsetpf13:
 	PREFETCHT0 (R10)(R8*2)
 	PREFETCHT0 64(R10)(R8*2)
-	JMP        scaleloopoffsetbody13
+	JMP        scaleloopoffsetbody14
 
 	PCALIGN $32
 scaleloopnoweight:
-	CMPQ  R8, R9
-	JG    scaletail
-	TESTL $0x00000002, R11
-	JNZ   scaleloopnoweightpf15
+	CMPQ      R8, R9
+	JG        scaletail
+	VCVTPH2PS (DX)(R8*2), Z2
+	VCVTPH2PS 32(DX)(R8*2), Z3
+	VCVTPH2PS 64(DX)(R8*2), Z4
+	VCVTPH2PS 96(DX)(R8*2), Z5
 
-scaleloopnoweightbody16:
-	VCVTPH2PS    (DX)(R8*2), Z2
-	VMULPS       Z1, Z2, Z2
-	VCVTPH2PS    32(DX)(R8*2), Z3
-	VMULPS       Z1, Z3, Z3
-	VCVTPH2PS    64(DX)(R8*2), Z4
-	VMULPS       Z1, Z4, Z4
-	VCVTPH2PS    96(DX)(R8*2), Z5
-	VMULPS       Z1, Z5, Z5
-	VCVTPS2PH    $0x00, Z2, Y11
-	VCVTPS2PH    $0x00, Z3, Y2
-	VINSERTI64X4 $0x01, Y2, Z11, Z11
+	PCALIGN $32
+scaleloopnoweightahead:
+	TESTL $0x00000002, R11
+	JNZ   scaleloopnoweightpf16
+
+scaleloopnoweightbody17:
+	VMULPS    Z1, Z2, Z15
+	VMULPS    Z1, Z3, Z16
+	VMULPS    Z1, Z4, Z17
+	VMULPS    Z1, Z5, Z18
+	LEAQ      64(R8), R12
+	CMPQ      R12, R9
+	JG        scaleloopnoweightlast18
+	VCVTPH2PS 128(DX)(R8*2), Z2
+	VCVTPH2PS 160(DX)(R8*2), Z3
+	VCVTPH2PS 192(DX)(R8*2), Z4
+	VCVTPH2PS 224(DX)(R8*2), Z5
+
+scaleloopnoweightlast18:
+	VCVTPS2PH    $0x00, Z15, Y11
+	VCVTPS2PH    $0x00, Z16, Y7
+	VINSERTI64X4 $0x01, Y7, Z11, Z11
 	VMOVDQU64    Z11, (CX)(R8*2)
-	VCVTPS2PH    $0x00, Z4, Y12
-	VCVTPS2PH    $0x00, Z5, Y2
-	VINSERTI64X4 $0x01, Y2, Z12, Z12
+	VCVTPS2PH    $0x00, Z17, Y12
+	VCVTPS2PH    $0x00, Z18, Y7
+	VINSERTI64X4 $0x01, Y7, Z12, Z12
 	VMOVDQU64    Z12, 64(CX)(R8*2)
 	ADDQ         $0x00000040, R8
-	JMP          scaleloopnoweight
+	CMPQ         R8, R9
+	JLE          scaleloopnoweightahead
+	JMP          scaletail
 
-scaleloopnoweightpf15:
+scaleloopnoweightpf16:
 	PREFETCHT0 (R10)(R8*2)
 	PREFETCHT0 64(R10)(R8*2)
-	JMP        scaleloopnoweightbody16
+	JMP        scaleloopnoweightbody17
 
 scalent:
 	// Ordinary stores up to the first vector-aligned element of dst, then non-temporal ones.
@@ -4240,18 +4265,18 @@ scalehead:
 	VCVTPH2PS (DX)(R8*2), Z2
 	VMULPS    Z1, Z2, Z2
 	TESTL     $0x00000008, job_flags+0(AX)
-	JZ        notrn17
+	JZ        notrn19
 	VCVTPS2PH $0x00, Z2, Y2
 	VCVTPH2PS Y2, Z2
 
-notrn17:
+notrn19:
 	TESTQ   SI, SI
-	JZ      noweight18
+	JZ      noweight20
 	VMOVUPS (SI)(R8*4), Z3
 	VADDPS  Z0, Z3, Z3
 	VMULPS  Z3, Z2, Z2
 
-noweight18:
+noweight20:
 	VCVTPS2PH $0x00, Z2, (CX)(R8*2)
 	ADDQ      $0x00000010, R8
 	SUBQ      $0x00000010, R10
@@ -4263,74 +4288,85 @@ scaleheadpart:
 scalentgo:
 	MOVQ DI, R10
 	CMPQ job_d+0(AX), $0x00000200
-	JA   longrows19
+	JA   longrows21
 	SHLQ $0x03, R10
 
-longrows19:
-	ADDQ DX, R10
-	MOVL job_flags+0(AX), R11
+longrows21:
+	ADDQ      DX, R10
+	MOVL      job_flags+0(AX), R11
+	CMPQ      R8, R9
+	JG        scaletail
+	VCVTPH2PS (DX)(R8*2), Z2
+	VCVTPH2PS 32(DX)(R8*2), Z3
+	VCVTPH2PS 64(DX)(R8*2), Z4
+	VCVTPH2PS 96(DX)(R8*2), Z5
 
 	PCALIGN $32
-scalentloop:
-	CMPQ       R8, R9
-	JG         scaletail
+scalentloopahead:
 	PREFETCHT0 (R10)(R8*2)
 	PREFETCHT0 64(R10)(R8*2)
-	VCVTPH2PS  (DX)(R8*2), Z2
-	VMULPS     Z1, Z2, Z2
-	VCVTPH2PS  32(DX)(R8*2), Z3
-	VMULPS     Z1, Z3, Z3
-	VCVTPH2PS  64(DX)(R8*2), Z4
-	VMULPS     Z1, Z4, Z4
-	VCVTPH2PS  96(DX)(R8*2), Z5
-	VMULPS     Z1, Z5, Z5
-	TESTL      $0x00000008, job_flags+0(AX)
-	JZ         notrn20
-	VCVTPS2PH  $0x00, Z2, Y2
-	VCVTPH2PS  Y2, Z2
-	VCVTPS2PH  $0x00, Z3, Y3
-	VCVTPH2PS  Y3, Z3
-	VCVTPS2PH  $0x00, Z4, Y4
-	VCVTPH2PS  Y4, Z4
-	VCVTPS2PH  $0x00, Z5, Y5
-	VCVTPH2PS  Y5, Z5
+	VMULPS     Z1, Z2, Z15
+	VMULPS     Z1, Z3, Z16
+	VMULPS     Z1, Z4, Z17
+	VMULPS     Z1, Z5, Z18
+	LEAQ       64(R8), R12
+	CMPQ       R12, R9
+	JG         scalentlooplast22
+	VCVTPH2PS  128(DX)(R8*2), Z2
+	VCVTPH2PS  160(DX)(R8*2), Z3
+	VCVTPH2PS  192(DX)(R8*2), Z4
+	VCVTPH2PS  224(DX)(R8*2), Z5
 
-notrn20:
+scalentlooplast22:
+	TESTL     $0x00000008, job_flags+0(AX)
+	JZ        notrn23
+	VCVTPS2PH $0x00, Z15, Y7
+	VCVTPH2PS Y7, Z15
+	VCVTPS2PH $0x00, Z16, Y7
+	VCVTPH2PS Y7, Z16
+	VCVTPS2PH $0x00, Z17, Y7
+	VCVTPH2PS Y7, Z17
+	VCVTPS2PH $0x00, Z18, Y7
+	VCVTPH2PS Y7, Z18
+
+notrn23:
 	TESTQ  SI, SI
-	JZ     weighed22
+	JZ     weighed25
 	TESTL  $0x00000010, R11
-	JNZ    offset21
-	VMULPS (SI)(R8*4), Z2, Z2
-	VMULPS 64(SI)(R8*4), Z3, Z3
-	VMULPS 128(SI)(R8*4), Z4, Z4
-	VMULPS 192(SI)(R8*4), Z5, Z5
+	JNZ    offset24
+	VMULPS (SI)(R8*4), Z15, Z15
+	VMULPS 64(SI)(R8*4), Z16, Z16
+	VMULPS 128(SI)(R8*4), Z17, Z17
+	VMULPS 192(SI)(R8*4), Z18, Z18
 
-weighed22:
-	VCVTPS2PH    $0x00, Z2, Y13
-	VCVTPS2PH    $0x00, Z3, Y2
-	VINSERTI64X4 $0x01, Y2, Z13, Z13
+weighed25:
+	VCVTPS2PH    $0x00, Z15, Y13
+	VCVTPS2PH    $0x00, Z16, Y7
+	VINSERTI64X4 $0x01, Y7, Z13, Z13
 	VMOVNTDQ     Z13, (CX)(R8*2)
-	VCVTPS2PH    $0x00, Z4, Y14
-	VCVTPS2PH    $0x00, Z5, Y2
-	VINSERTI64X4 $0x01, Y2, Z14, Z14
+	VCVTPS2PH    $0x00, Z17, Y14
+	VCVTPS2PH    $0x00, Z18, Y7
+	VINSERTI64X4 $0x01, Y7, Z14, Z14
 	VMOVNTDQ     Z14, 64(CX)(R8*2)
 	ADDQ         $0x00000040, R8
-	JMP          scalentloop
+	CMPQ         R8, R9
+	JLE          scalentloopahead
+	JMP          scaletail
 
-offset21:
-	VMOVUPS (SI)(R8*4), Z15
-	VADDPS  Z0, Z15, Z15
-	VMULPS  Z15, Z2, Z2
-	VMOVUPS 64(SI)(R8*4), Z15
-	VADDPS  Z0, Z15, Z15
-	VMULPS  Z15, Z3, Z3
-	VMOVUPS 128(SI)(R8*4), Z15
-	VADDPS  Z0, Z15, Z15
-	VMULPS  Z15, Z4, Z4
-	VMOVUPS 192(SI)(R8*4), Z15
-	VADDPS  Z0, Z15, Z15
-	VMULPS  Z15, Z5, Z5
-	JMP     weighed22
+offset24:
+	VMOVUPS (SI)(R8*4), Z19
+	VADDPS  Z0, Z19, Z19
+	VMULPS  Z19, Z15, Z15
+	VMOVUPS 64(SI)(R8*4), Z19
+	VADDPS  Z0, Z19, Z19
+	VMULPS  Z19, Z16, Z16
+	VMOVUPS 128(SI)(R8*4), Z19
+	VADDPS  Z0, Z19, Z19
+	VMULPS  Z19, Z17, Z17
+	VMOVUPS 192(SI)(R8*4), Z19
+	VADDPS  Z0, Z19, Z19
+	VMULPS  Z19, Z18, Z18
+	JMP     weighed25
 
 scaletail:
 	ADDQ $0x00000030, R9
@@ -4341,18 +4377,18 @@ scaleone:
 	VCVTPH2PS (DX)(R8*2), Z2
 	VMULPS    Z1, Z2, Z2
 	TESTL     $0x00000008, job_flags+0(AX)
-	JZ        notrn23
+	JZ        notrn26
 	VCVTPS2PH $0x00, Z2, Y2
 	VCVTPH2PS Y2, Z2
 
-notrn23:
+notrn26:
 	TESTQ   SI, SI
-	JZ      noweight24
+	JZ      noweight27
 	VMOVUPS (SI)(R8*4), Z3
 	VADDPS  Z0, Z3, Z3
 	VMULPS  Z3, Z2, Z2
 
-noweight24:
+noweight27:
 	VCVTPS2PH $0x00, Z2, (CX)(R8*2)
 	ADDQ      $0x00000010, R8
 	JMP       scaleone
@@ -4369,18 +4405,18 @@ partout:
 	VCVTPH2PS.Z (DX)(R8*2), K1, Z2
 	VMULPS      Z2, Z1, Z2
 	TESTL       $0x00000008, job_flags+0(AX)
-	JZ          notrn25
+	JZ          notrn28
 	VCVTPS2PH   $0x00, Z2, Y2
 	VCVTPH2PS   Y2, Z2
 
-notrn25:
+notrn28:
 	TESTQ     SI, SI
-	JZ        noweight26
+	JZ        noweight29
 	VMOVUPS.Z (SI)(R8*4), K1, Z3
 	VADDPS    Z0, Z3, Z3
 	VMULPS    Z3, Z2, Z2
 
-noweight26:
+noweight29:
 	VCVTPS2PH $0x00, Z2, K1, (CX)(R8*2)
 	ADDQ      R10, R8
 	CMPQ      R8, job_d+0(AX)

@@ -116,10 +116,11 @@ func bf16Kernel(base spec.Kernel) spec.Kernel {
 
 // loopHeads matches the labels of the forward kernels' main loops (add starts those of the sum
 // pass of residual rows, sq those of the centered pass of the Layer functions, one, rows and
-// stream those of the one-row path, res those of the row functions' residual body), which
-// fixAssembly aligns to 32 bytes (Avo has no PCALIGN);
+// stream those of the one-row path, res those of the row functions' residual body, ahead ends
+// those of the scale loops that convert x ahead: see scaleLoop), which fixAssembly aligns to 32
+// bytes (Avo has no PCALIGN);
 // alignLoops keeps it out of the backward kernels, whose sum loop has one of these names too.
-var loopHeads = regexp.MustCompile(`(?m)^(((add|sq)?sumloop|(add|sq)?sumpfloop|scale(pf|nt|nthw)?loop(offset|noweight)?|onesumloop|onescaleloop|ressumloop|resscaleloop|rowssumloop|rowsscaleloop|streamsumloop|streamscaleloop):\n)`)
+var loopHeads = regexp.MustCompile(`(?m)^(((add|sq)?sumloop|(add|sq)?sumpfloop|scale(pf|nt|nthw)?loop(offset|noweight)?(ahead)?|onesumloop|onescaleloop|ressumloop|resscaleloop|rowssumloop|rowsscaleloop|streamsumloop|streamscaleloop):\n)`)
 
 // alignLoops puts PCALIGN $32 before the loopHeads of every function but the backward ones. It
 // fails where a label would come right before a PCALIGN: a branch to such a label made the Go

@@ -3037,101 +3037,116 @@ scalebody:
 	SHLQ $0x03, R10
 
 longrows8:
-	ADDQ  DX, R10
-	MOVL  job_flags+0(AX), R11
-	TESTL $0x00000001, R11
-	JNZ   scalent
-	TESTQ SI, SI
-	JZ    scaleloopnoweight
-	TESTL $0x00000010, R11
-	JNZ   scaleloopoffset
+	ADDQ      DX, R10
+	MOVL      job_flags+0(AX), R11
+	TESTL     $0x00000001, R11
+	JNZ       scalent
+	TESTQ     SI, SI
+	JZ        scaleloopnoweight
+	TESTL     $0x00000010, R11
+	JNZ       scaleloopoffset
+	CMPQ      R8, R9
+	JG        scaletail
+	VPMOVZXWD (DX)(R8*2), Z8
+	VPSLLD    $0x10, Z8, Z8
+	VPMOVZXWD 32(DX)(R8*2), Z9
+	VPSLLD    $0x10, Z9, Z9
+	VPMOVZXWD 64(DX)(R8*2), Z10
+	VPSLLD    $0x10, Z10, Z10
+	VPMOVZXWD 96(DX)(R8*2), Z11
+	VPSLLD    $0x10, Z11, Z11
 
 	PCALIGN $32
-scaleloop:
-	CMPQ  R8, R9
-	JG    scaletail
+scaleloopahead:
 	TESTL $0x00000002, R11
 	JNZ   scalelooppf9
 
 scaleloopbody10:
-	VPMOVZXWD   (DX)(R8*2), Z8
-	VPSLLD      $0x10, Z8, Z8
-	VMULPS      Z7, Z8, Z8
-	VPMOVZXWD   32(DX)(R8*2), Z9
-	VPSLLD      $0x10, Z9, Z9
-	VMULPS      Z7, Z9, Z9
-	VPMOVZXWD   64(DX)(R8*2), Z10
-	VPSLLD      $0x10, Z10, Z10
-	VMULPS      Z7, Z10, Z10
-	VPMOVZXWD   96(DX)(R8*2), Z11
-	VPSLLD      $0x10, Z11, Z11
-	VMULPS      Z7, Z11, Z11
-	TESTL       $0x00000008, job_flags+0(AX)
-	JZ          notrn11
-	VMOVDQA64   Z3, Z13
-	VFIXUPIMMPS $0x00, Z4, Z8, Z13
-	VPSRLD      $0x10, Z13, Z8
-	VPANDD      Z0, Z8, Z8
-	VPADDD      Z1, Z8, Z8
-	VPADDD      Z13, Z8, Z8
-	VPANDD      Z2, Z8, Z8
-	VMOVDQA64   Z3, Z13
-	VFIXUPIMMPS $0x00, Z4, Z9, Z13
-	VPSRLD      $0x10, Z13, Z9
-	VPANDD      Z0, Z9, Z9
-	VPADDD      Z1, Z9, Z9
-	VPADDD      Z13, Z9, Z9
-	VPANDD      Z2, Z9, Z9
-	VMOVDQA64   Z3, Z13
-	VFIXUPIMMPS $0x00, Z4, Z10, Z13
-	VPSRLD      $0x10, Z13, Z10
-	VPANDD      Z0, Z10, Z10
-	VPADDD      Z1, Z10, Z10
-	VPADDD      Z13, Z10, Z10
-	VPANDD      Z2, Z10, Z10
-	VMOVDQA64   Z3, Z13
-	VFIXUPIMMPS $0x00, Z4, Z11, Z13
-	VPSRLD      $0x10, Z13, Z11
-	VPANDD      Z0, Z11, Z11
-	VPADDD      Z1, Z11, Z11
-	VPADDD      Z13, Z11, Z11
-	VPANDD      Z2, Z11, Z11
+	VMULPS    Z7, Z8, Z13
+	VMULPS    Z7, Z9, Z14
+	VMULPS    Z7, Z10, Z15
+	VMULPS    Z7, Z11, Z16
+	LEAQ      64(R8), R12
+	CMPQ      R12, R9
+	JG        scalelooplast11
+	VPMOVZXWD 128(DX)(R8*2), Z8
+	VPSLLD    $0x10, Z8, Z8
+	VPMOVZXWD 160(DX)(R8*2), Z9
+	VPSLLD    $0x10, Z9, Z9
+	VPMOVZXWD 192(DX)(R8*2), Z10
+	VPSLLD    $0x10, Z10, Z10
+	VPMOVZXWD 224(DX)(R8*2), Z11
+	VPSLLD    $0x10, Z11, Z11
 
-notrn11:
-	VMULPS      (SI)(R8*4), Z8, Z8
-	VMULPS      64(SI)(R8*4), Z9, Z9
+scalelooplast11:
+	TESTL       $0x00000008, job_flags+0(AX)
+	JZ          notrn12
+	VMOVDQA64   Z3, Z17
+	VFIXUPIMMPS $0x00, Z4, Z13, Z17
+	VPSRLD      $0x10, Z17, Z13
+	VPANDD      Z0, Z13, Z13
+	VPADDD      Z1, Z13, Z13
+	VPADDD      Z17, Z13, Z13
+	VPANDD      Z2, Z13, Z13
+	VMOVDQA64   Z3, Z17
+	VFIXUPIMMPS $0x00, Z4, Z14, Z17
+	VPSRLD      $0x10, Z17, Z14
+	VPANDD      Z0, Z14, Z14
+	VPADDD      Z1, Z14, Z14
+	VPADDD      Z17, Z14, Z14
+	VPANDD      Z2, Z14, Z14
+	VMOVDQA64   Z3, Z17
+	VFIXUPIMMPS $0x00, Z4, Z15, Z17
+	VPSRLD      $0x10, Z17, Z15
+	VPANDD      Z0, Z15, Z15
+	VPADDD      Z1, Z15, Z15
+	VPADDD      Z17, Z15, Z15
+	VPANDD      Z2, Z15, Z15
+	VMOVDQA64   Z3, Z17
+	VFIXUPIMMPS $0x00, Z4, Z16, Z17
+	VPSRLD      $0x10, Z17, Z16
+	VPANDD      Z0, Z16, Z16
+	VPADDD      Z1, Z16, Z16
+	VPADDD      Z17, Z16, Z16
+	VPANDD      Z2, Z16, Z16
+
+notrn12:
+	VMULPS      (SI)(R8*4), Z13, Z13
+	VMULPS      64(SI)(R8*4), Z14, Z14
+	VMOVDQA64   Z3, Z17
+	VFIXUPIMMPS $0x00, Z4, Z13, Z17
+	VPSRLD      $0x10, Z17, Z13
+	VPANDD      Z0, Z13, Z13
+	VPADDD      Z1, Z13, Z13
+	VPADDD      Z17, Z13, Z13
+	VMOVDQA64   Z3, Z17
+	VFIXUPIMMPS $0x00, Z4, Z14, Z17
+	VPSRLD      $0x10, Z17, Z14
+	VPANDD      Z0, Z14, Z14
+	VPADDD      Z1, Z14, Z14
+	VPADDD      Z17, Z14, Z14
+	VPERMT2W    Z14, Z5, Z13
+	VMOVDQU64   Z13, (CX)(R8*2)
+	VMULPS      128(SI)(R8*4), Z15, Z15
+	VMULPS      192(SI)(R8*4), Z16, Z16
 	VMOVDQA64   Z3, Z13
-	VFIXUPIMMPS $0x00, Z4, Z8, Z13
-	VPSRLD      $0x10, Z13, Z8
-	VPANDD      Z0, Z8, Z8
-	VPADDD      Z1, Z8, Z8
-	VPADDD      Z13, Z8, Z8
+	VFIXUPIMMPS $0x00, Z4, Z15, Z13
+	VPSRLD      $0x10, Z13, Z14
+	VPANDD      Z0, Z14, Z14
+	VPADDD      Z1, Z14, Z14
+	VPADDD      Z13, Z14, Z14
 	VMOVDQA64   Z3, Z13
-	VFIXUPIMMPS $0x00, Z4, Z9, Z13
-	VPSRLD      $0x10, Z13, Z9
-	VPANDD      Z0, Z9, Z9
-	VPADDD      Z1, Z9, Z9
-	VPADDD      Z13, Z9, Z9
-	VPERMT2W    Z9, Z5, Z8
-	VMOVDQU64   Z8, (CX)(R8*2)
-	VMULPS      128(SI)(R8*4), Z10, Z10
-	VMULPS      192(SI)(R8*4), Z11, Z11
-	VMOVDQA64   Z3, Z8
-	VFIXUPIMMPS $0x00, Z4, Z10, Z8
-	VPSRLD      $0x10, Z8, Z9
-	VPANDD      Z0, Z9, Z9
-	VPADDD      Z1, Z9, Z9
-	VPADDD      Z8, Z9, Z9
-	VMOVDQA64   Z3, Z8
-	VFIXUPIMMPS $0x00, Z4, Z11, Z8
-	VPSRLD      $0x10, Z8, Z10
-	VPANDD      Z0, Z10, Z10
-	VPADDD      Z1, Z10, Z10
-	VPADDD      Z8, Z10, Z10
-	VPERMT2W    Z10, Z5, Z9
-	VMOVDQU64   Z9, 64(CX)(R8*2)
+	VFIXUPIMMPS $0x00, Z4, Z16, Z13
+	VPSRLD      $0x10, Z13, Z15
+	VPANDD      Z0, Z15, Z15
+	VPADDD      Z1, Z15, Z15
+	VPADDD      Z13, Z15, Z15
+	VPERMT2W    Z15, Z5, Z14
+	VMOVDQU64   Z14, 64(CX)(R8*2)
 	ADDQ        $0x00000040, R8
-	JMP         scaleloop
+	CMPQ        R8, R9
+	JLE         scaleloopahead
+	JMP         scaletail
 
 scalelooppf9:
 	PREFETCHT0 (R10)(R8*2)
@@ -3143,9 +3158,9 @@ scaleloopoffset:
 	CMPQ  R8, R9
 	JG    scaletail
 	TESTL $0x00000002, R11
-	JNZ   scaleloopoffsetpf12
+	JNZ   scaleloopoffsetpf13
 
-scaleloopoffsetbody13:
+scaleloopoffsetbody14:
 	VPMOVZXWD   (DX)(R8*2), Z8
 	VPSLLD      $0x10, Z8, Z8
 	VMULPS      Z7, Z8, Z8
@@ -3159,7 +3174,7 @@ scaleloopoffsetbody13:
 	VPSLLD      $0x10, Z11, Z11
 	VMULPS      Z7, Z11, Z11
 	TESTL       $0x00000008, job_flags+0(AX)
-	JZ          notrn14
+	JZ          notrn15
 	VMOVDQA64   Z3, Z13
 	VFIXUPIMMPS $0x00, Z4, Z8, Z13
 	VPSRLD      $0x10, Z13, Z8
@@ -3189,7 +3204,7 @@ scaleloopoffsetbody13:
 	VPADDD      Z13, Z11, Z11
 	VPANDD      Z2, Z11, Z11
 
-notrn14:
+notrn15:
 	VMOVUPS     (SI)(R8*4), Z13
 	VADDPS      Z6, Z13, Z13
 	VMULPS      Z13, Z8, Z8
@@ -3233,66 +3248,84 @@ notrn14:
 	ADDQ        $0x00000040, R8
 	JMP         scaleloopoffset
 
-scaleloopoffsetpf12:
+scaleloopoffsetpf13:
 	PREFETCHT0 (R10)(R8*2)
 	PREFETCHT0 64(R10)(R8*2)
-	JMP        scaleloopoffsetbody13
+	JMP        scaleloopoffsetbody14
 
 	PCALIGN $32
 scaleloopnoweight:
-	CMPQ  R8, R9
-	JG    scaletail
+	CMPQ      R8, R9
+	JG        scaletail
+	VPMOVZXWD (DX)(R8*2), Z8
+	VPSLLD    $0x10, Z8, Z8
+	VPMOVZXWD 32(DX)(R8*2), Z9
+	VPSLLD    $0x10, Z9, Z9
+	VPMOVZXWD 64(DX)(R8*2), Z10
+	VPSLLD    $0x10, Z10, Z10
+	VPMOVZXWD 96(DX)(R8*2), Z11
+	VPSLLD    $0x10, Z11, Z11
+
+	PCALIGN $32
+scaleloopnoweightahead:
 	TESTL $0x00000002, R11
-	JNZ   scaleloopnoweightpf15
+	JNZ   scaleloopnoweightpf16
 
-scaleloopnoweightbody16:
-	VPMOVZXWD   (DX)(R8*2), Z8
-	VPSLLD      $0x10, Z8, Z8
-	VMULPS      Z7, Z8, Z8
-	VPMOVZXWD   32(DX)(R8*2), Z9
-	VPSLLD      $0x10, Z9, Z9
-	VMULPS      Z7, Z9, Z9
-	VPMOVZXWD   64(DX)(R8*2), Z10
-	VPSLLD      $0x10, Z10, Z10
-	VMULPS      Z7, Z10, Z10
-	VPMOVZXWD   96(DX)(R8*2), Z11
-	VPSLLD      $0x10, Z11, Z11
-	VMULPS      Z7, Z11, Z11
+scaleloopnoweightbody17:
+	VMULPS    Z7, Z8, Z13
+	VMULPS    Z7, Z9, Z14
+	VMULPS    Z7, Z10, Z15
+	VMULPS    Z7, Z11, Z16
+	LEAQ      64(R8), R12
+	CMPQ      R12, R9
+	JG        scaleloopnoweightlast18
+	VPMOVZXWD 128(DX)(R8*2), Z8
+	VPSLLD    $0x10, Z8, Z8
+	VPMOVZXWD 160(DX)(R8*2), Z9
+	VPSLLD    $0x10, Z9, Z9
+	VPMOVZXWD 192(DX)(R8*2), Z10
+	VPSLLD    $0x10, Z10, Z10
+	VPMOVZXWD 224(DX)(R8*2), Z11
+	VPSLLD    $0x10, Z11, Z11
+
+scaleloopnoweightlast18:
+	VMOVDQA64   Z3, Z17
+	VFIXUPIMMPS $0x00, Z4, Z13, Z17
+	VPSRLD      $0x10, Z17, Z13
+	VPANDD      Z0, Z13, Z13
+	VPADDD      Z1, Z13, Z13
+	VPADDD      Z17, Z13, Z13
+	VMOVDQA64   Z3, Z17
+	VFIXUPIMMPS $0x00, Z4, Z14, Z17
+	VPSRLD      $0x10, Z17, Z14
+	VPANDD      Z0, Z14, Z14
+	VPADDD      Z1, Z14, Z14
+	VPADDD      Z17, Z14, Z14
+	VPERMT2W    Z14, Z5, Z13
+	VMOVDQU64   Z13, (CX)(R8*2)
 	VMOVDQA64   Z3, Z13
-	VFIXUPIMMPS $0x00, Z4, Z8, Z13
-	VPSRLD      $0x10, Z13, Z8
-	VPANDD      Z0, Z8, Z8
-	VPADDD      Z1, Z8, Z8
-	VPADDD      Z13, Z8, Z8
+	VFIXUPIMMPS $0x00, Z4, Z15, Z13
+	VPSRLD      $0x10, Z13, Z14
+	VPANDD      Z0, Z14, Z14
+	VPADDD      Z1, Z14, Z14
+	VPADDD      Z13, Z14, Z14
 	VMOVDQA64   Z3, Z13
-	VFIXUPIMMPS $0x00, Z4, Z9, Z13
-	VPSRLD      $0x10, Z13, Z9
-	VPANDD      Z0, Z9, Z9
-	VPADDD      Z1, Z9, Z9
-	VPADDD      Z13, Z9, Z9
-	VPERMT2W    Z9, Z5, Z8
-	VMOVDQU64   Z8, (CX)(R8*2)
-	VMOVDQA64   Z3, Z8
-	VFIXUPIMMPS $0x00, Z4, Z10, Z8
-	VPSRLD      $0x10, Z8, Z9
-	VPANDD      Z0, Z9, Z9
-	VPADDD      Z1, Z9, Z9
-	VPADDD      Z8, Z9, Z9
-	VMOVDQA64   Z3, Z8
-	VFIXUPIMMPS $0x00, Z4, Z11, Z8
-	VPSRLD      $0x10, Z8, Z10
-	VPANDD      Z0, Z10, Z10
-	VPADDD      Z1, Z10, Z10
-	VPADDD      Z8, Z10, Z10
-	VPERMT2W    Z10, Z5, Z9
-	VMOVDQU64   Z9, 64(CX)(R8*2)
+	VFIXUPIMMPS $0x00, Z4, Z16, Z13
+	VPSRLD      $0x10, Z13, Z15
+	VPANDD      Z0, Z15, Z15
+	VPADDD      Z1, Z15, Z15
+	VPADDD      Z13, Z15, Z15
+	VPERMT2W    Z15, Z5, Z14
+	VMOVDQU64   Z14, 64(CX)(R8*2)
 	ADDQ        $0x00000040, R8
-	JMP         scaleloopnoweight
+	CMPQ        R8, R9
+	JLE         scaleloopnoweightahead
+	JMP         scaletail
 
-scaleloopnoweightpf15:
+scaleloopnoweightpf16:
 	PREFETCHT0 (R10)(R8*2)
 	PREFETCHT0 64(R10)(R8*2)
-	JMP        scaleloopnoweightbody16
+	JMP        scaleloopnoweightbody17
 
 scalent:
 	// Ordinary stores up to the first vector-aligned element of dst, then non-temporal ones.
@@ -3312,7 +3345,7 @@ scalehead:
 	VPSLLD      $0x10, Z8, Z8
 	VMULPS      Z7, Z8, Z8
 	TESTL       $0x00000008, job_flags+0(AX)
-	JZ          notrn17
+	JZ          notrn19
 	VMOVDQA64   Z3, Z9
 	VFIXUPIMMPS $0x00, Z4, Z8, Z9
 	VPSRLD      $0x10, Z9, Z8
@@ -3321,14 +3354,14 @@ scalehead:
 	VPADDD      Z9, Z8, Z8
 	VPANDD      Z2, Z8, Z8
 
-notrn17:
+notrn19:
 	TESTQ   SI, SI
-	JZ      noweight18
+	JZ      noweight20
 	VMOVUPS (SI)(R8*4), Z9
 	VADDPS  Z6, Z9, Z9
 	VMULPS  Z9, Z8, Z8
 
-noweight18:
+noweight20:
 	VMOVDQA64   Z3, Z9
 	VFIXUPIMMPS $0x00, Z4, Z8, Z9
 	VPSRLD      $0x10, Z9, Z8
@@ -3347,118 +3380,133 @@ scaleheadpart:
 scalentgo:
 	MOVQ DI, R10
 	CMPQ job_d+0(AX), $0x00000200
-	JA   longrows19
+	JA   longrows21
 	SHLQ $0x03, R10
 
-longrows19:
-	ADDQ DX, R10
-	MOVL job_flags+0(AX), R11
+longrows21:
+	ADDQ      DX, R10
+	MOVL      job_flags+0(AX), R11
+	CMPQ      R8, R9
+	JG        scaletail
+	VPMOVZXWD (DX)(R8*2), Z8
+	VPSLLD    $0x10, Z8, Z8
+	VPMOVZXWD 32(DX)(R8*2), Z9
+	VPSLLD    $0x10, Z9, Z9
+	VPMOVZXWD 64(DX)(R8*2), Z10
+	VPSLLD    $0x10, Z10, Z10
+	VPMOVZXWD 96(DX)(R8*2), Z11
+	VPSLLD    $0x10, Z11, Z11
 
 	PCALIGN $32
-scalentloop:
-	CMPQ        R8, R9
-	JG          scaletail
-	PREFETCHT0  (R10)(R8*2)
-	PREFETCHT0  64(R10)(R8*2)
-	VPMOVZXWD   (DX)(R8*2), Z8
-	VPSLLD      $0x10, Z8, Z8
-	VMULPS      Z7, Z8, Z8
-	VPMOVZXWD   32(DX)(R8*2), Z9
-	VPSLLD      $0x10, Z9, Z9
-	VMULPS      Z7, Z9, Z9
-	VPMOVZXWD   64(DX)(R8*2), Z10
-	VPSLLD      $0x10, Z10, Z10
-	VMULPS      Z7, Z10, Z10
-	VPMOVZXWD   96(DX)(R8*2), Z11
-	VPSLLD      $0x10, Z11, Z11
-	VMULPS      Z7, Z11, Z11
+scalentloopahead:
+	PREFETCHT0 (R10)(R8*2)
+	PREFETCHT0 64(R10)(R8*2)
+	VMULPS     Z7, Z8, Z13
+	VMULPS     Z7, Z9, Z14
+	VMULPS     Z7, Z10, Z15
+	VMULPS     Z7, Z11, Z16
+	LEAQ       64(R8), R12
+	CMPQ       R12, R9
+	JG         scalentlooplast22
+	VPMOVZXWD  128(DX)(R8*2), Z8
+	VPSLLD     $0x10, Z8, Z8
+	VPMOVZXWD  160(DX)(R8*2), Z9
+	VPSLLD     $0x10, Z9, Z9
+	VPMOVZXWD  192(DX)(R8*2), Z10
+	VPSLLD     $0x10, Z10, Z10
+	VPMOVZXWD  224(DX)(R8*2), Z11
+	VPSLLD     $0x10, Z11, Z11
+
+scalentlooplast22:
 	TESTL       $0x00000008, job_flags+0(AX)
-	JZ          notrn20
-	VMOVDQA64   Z3, Z13
-	VFIXUPIMMPS $0x00, Z4, Z8, Z13
-	VPSRLD      $0x10, Z13, Z8
-	VPANDD      Z0, Z8, Z8
-	VPADDD      Z1, Z8, Z8
-	VPADDD      Z13, Z8, Z8
-	VPANDD      Z2, Z8, Z8
-	VMOVDQA64   Z3, Z13
-	VFIXUPIMMPS $0x00, Z4, Z9, Z13
-	VPSRLD      $0x10, Z13, Z9
-	VPANDD      Z0, Z9, Z9
-	VPADDD      Z1, Z9, Z9
-	VPADDD      Z13, Z9, Z9
-	VPANDD      Z2, Z9, Z9
-	VMOVDQA64   Z3, Z13
-	VFIXUPIMMPS $0x00, Z4, Z10, Z13
-	VPSRLD      $0x10, Z13, Z10
-	VPANDD      Z0, Z10, Z10
-	VPADDD      Z1, Z10, Z10
-	VPADDD      Z13, Z10, Z10
-	VPANDD      Z2, Z10, Z10
-	VMOVDQA64   Z3, Z13
-	VFIXUPIMMPS $0x00, Z4, Z11, Z13
-	VPSRLD      $0x10, Z13, Z11
-	VPANDD      Z0, Z11, Z11
-	VPADDD      Z1, Z11, Z11
-	VPADDD      Z13, Z11, Z11
-	VPANDD      Z2, Z11, Z11
+	JZ          notrn23
+	VMOVDQA64   Z3, Z17
+	VFIXUPIMMPS $0x00, Z4, Z13, Z17
+	VPSRLD      $0x10, Z17, Z13
+	VPANDD      Z0, Z13, Z13
+	VPADDD      Z1, Z13, Z13
+	VPADDD      Z17, Z13, Z13
+	VPANDD      Z2, Z13, Z13
+	VMOVDQA64   Z3, Z17
+	VFIXUPIMMPS $0x00, Z4, Z14, Z17
+	VPSRLD      $0x10, Z17, Z14
+	VPANDD      Z0, Z14, Z14
+	VPADDD      Z1, Z14, Z14
+	VPADDD      Z17, Z14, Z14
+	VPANDD      Z2, Z14, Z14
+	VMOVDQA64   Z3, Z17
+	VFIXUPIMMPS $0x00, Z4, Z15, Z17
+	VPSRLD      $0x10, Z17, Z15
+	VPANDD      Z0, Z15, Z15
+	VPADDD      Z1, Z15, Z15
+	VPADDD      Z17, Z15, Z15
+	VPANDD      Z2, Z15, Z15
+	VMOVDQA64   Z3, Z17
+	VFIXUPIMMPS $0x00, Z4, Z16, Z17
+	VPSRLD      $0x10, Z17, Z16
+	VPANDD      Z0, Z16, Z16
+	VPADDD      Z1, Z16, Z16
+	VPADDD      Z17, Z16, Z16
+	VPANDD      Z2, Z16, Z16
 
-notrn20:
+notrn23:
 	TESTQ  SI, SI
-	JZ     weighed22
+	JZ     weighed25
 	TESTL  $0x00000010, R11
-	JNZ    offset21
-	VMULPS (SI)(R8*4), Z8, Z8
-	VMULPS 64(SI)(R8*4), Z9, Z9
-	VMULPS 128(SI)(R8*4), Z10, Z10
-	VMULPS 192(SI)(R8*4), Z11, Z11
+	JNZ    offset24
+	VMULPS (SI)(R8*4), Z13, Z13
+	VMULPS 64(SI)(R8*4), Z14, Z14
+	VMULPS 128(SI)(R8*4), Z15, Z15
+	VMULPS 192(SI)(R8*4), Z16, Z16
 
-weighed22:
+weighed25:
+	VMOVDQA64   Z3, Z17
+	VFIXUPIMMPS $0x00, Z4, Z13, Z17
+	VPSRLD      $0x10, Z17, Z13
+	VPANDD      Z0, Z13, Z13
+	VPADDD      Z1, Z13, Z13
+	VPADDD      Z17, Z13, Z13
+	VMOVDQA64   Z3, Z17
+	VFIXUPIMMPS $0x00, Z4, Z14, Z17
+	VPSRLD      $0x10, Z17, Z14
+	VPANDD      Z0, Z14, Z14
+	VPADDD      Z1, Z14, Z14
+	VPADDD      Z17, Z14, Z14
+	VPERMT2W    Z14, Z5, Z13
+	VMOVNTDQ    Z13, (CX)(R8*2)
 	VMOVDQA64   Z3, Z13
-	VFIXUPIMMPS $0x00, Z4, Z8, Z13
-	VPSRLD      $0x10, Z13, Z8
-	VPANDD      Z0, Z8, Z8
-	VPADDD      Z1, Z8, Z8
-	VPADDD      Z13, Z8, Z8
+	VFIXUPIMMPS $0x00, Z4, Z15, Z13
+	VPSRLD      $0x10, Z13, Z14
+	VPANDD      Z0, Z14, Z14
+	VPADDD      Z1, Z14, Z14
+	VPADDD      Z13, Z14, Z14
 	VMOVDQA64   Z3, Z13
-	VFIXUPIMMPS $0x00, Z4, Z9, Z13
-	VPSRLD      $0x10, Z13, Z9
-	VPANDD      Z0, Z9, Z9
-	VPADDD      Z1, Z9, Z9
-	VPADDD      Z13, Z9, Z9
-	VPERMT2W    Z9, Z5, Z8
-	VMOVNTDQ    Z8, (CX)(R8*2)
-	VMOVDQA64   Z3, Z8
-	VFIXUPIMMPS $0x00, Z4, Z10, Z8
-	VPSRLD      $0x10, Z8, Z9
-	VPANDD      Z0, Z9, Z9
-	VPADDD      Z1, Z9, Z9
-	VPADDD      Z8, Z9, Z9
-	VMOVDQA64   Z3, Z8
-	VFIXUPIMMPS $0x00, Z4, Z11, Z8
-	VPSRLD      $0x10, Z8, Z10
-	VPANDD      Z0, Z10, Z10
-	VPADDD      Z1, Z10, Z10
-	VPADDD      Z8, Z10, Z10
-	VPERMT2W    Z10, Z5, Z9
-	VMOVNTDQ    Z9, 64(CX)(R8*2)
+	VFIXUPIMMPS $0x00, Z4, Z16, Z13
+	VPSRLD      $0x10, Z13, Z15
+	VPANDD      Z0, Z15, Z15
+	VPADDD      Z1, Z15, Z15
+	VPADDD      Z13, Z15, Z15
+	VPERMT2W    Z15, Z5, Z14
+	VMOVNTDQ    Z14, 64(CX)(R8*2)
 	ADDQ        $0x00000040, R8
-	JMP         scalentloop
+	CMPQ        R8, R9
+	JLE         scalentloopahead
+	JMP         scaletail
 
-offset21:
-	VMOVUPS (SI)(R8*4), Z13
-	VADDPS  Z6, Z13, Z13
-	VMULPS  Z13, Z8, Z8
-	VMOVUPS 64(SI)(R8*4), Z13
-	VADDPS  Z6, Z13, Z13
-	VMULPS  Z13, Z9, Z9
-	VMOVUPS 128(SI)(R8*4), Z13
-	VADDPS  Z6, Z13, Z13
-	VMULPS  Z13, Z10, Z10
-	VMOVUPS 192(SI)(R8*4), Z13
-	VADDPS  Z6, Z13, Z13
-	VMULPS  Z13, Z11, Z11
-	JMP     weighed22
+offset24:
+	VMOVUPS (SI)(R8*4), Z17
+	VADDPS  Z6, Z17, Z17
+	VMULPS  Z17, Z13, Z13
+	VMOVUPS 64(SI)(R8*4), Z17
+	VADDPS  Z6, Z17, Z17
+	VMULPS  Z17, Z14, Z14
+	VMOVUPS 128(SI)(R8*4), Z17
+	VADDPS  Z6, Z17, Z17
+	VMULPS  Z17, Z15, Z15
+	VMOVUPS 192(SI)(R8*4), Z17
+	VADDPS  Z6, Z17, Z17
+	VMULPS  Z17, Z16, Z16
+	JMP     weighed25
 
 scaletail:
 	ADDQ $0x00000030, R9
@@ -3470,7 +3518,7 @@ scaleone:
 	VPSLLD      $0x10, Z8, Z8
 	VMULPS      Z7, Z8, Z8
 	TESTL       $0x00000008, job_flags+0(AX)
-	JZ          notrn23
+	JZ          notrn26
 	VMOVDQA64   Z3, Z9
 	VFIXUPIMMPS $0x00, Z4, Z8, Z9
 	VPSRLD      $0x10, Z9, Z8
@@ -3479,14 +3527,14 @@ scaleone:
 	VPADDD      Z9, Z8, Z8
 	VPANDD      Z2, Z8, Z8
 
-notrn23:
+notrn26:
 	TESTQ   SI, SI
-	JZ      noweight24
+	JZ      noweight27
 	VMOVUPS (SI)(R8*4), Z9
 	VADDPS  Z6, Z9, Z9
 	VMULPS  Z9, Z8, Z8
 
-noweight24:
+noweight27:
 	VMOVDQA64   Z3, Z9
 	VFIXUPIMMPS $0x00, Z4, Z8, Z9
 	VPSRLD      $0x10, Z9, Z8
@@ -3511,7 +3559,7 @@ partout:
 	VPSLLD      $0x10, Z8, Z8
 	VMULPS      Z8, Z7, Z8
 	TESTL       $0x00000008, job_flags+0(AX)
-	JZ          notrn25
+	JZ          notrn28
 	VMOVDQA64   Z3, Z9
 	VFIXUPIMMPS $0x00, Z4, Z8, Z9
 	VPSRLD      $0x10, Z9, Z8
@@ -3520,14 +3568,14 @@ partout:
 	VPADDD      Z9, Z8, Z8
 	VPANDD      Z2, Z8, Z8
 
-notrn25:
+notrn28:
 	TESTQ     SI, SI
-	JZ        noweight26
+	JZ        noweight29
 	VMOVUPS.Z (SI)(R8*4), K1, Z9
 	VADDPS    Z6, Z9, Z9
 	VMULPS    Z9, Z8, Z8
 
-noweight26:
+noweight29:
 	VMOVDQA64   Z3, Z9
 	VFIXUPIMMPS $0x00, Z4, Z8, Z9
 	VPSRLD      $0x10, Z9, Z8
@@ -56238,75 +56286,86 @@ scalebody:
 	SHLQ $0x03, R10
 
 longrows32:
-	ADDQ  DX, R10
-	MOVL  job_flags+0(AX), R11
-	TESTL $0x00000001, R11
-	JNZ   scalent
-	TESTQ SI, SI
-	JZ    scaleloopnoweight
-	TESTL $0x00000010, R11
-	JNZ   scaleloopoffset
+	ADDQ     DX, R10
+	MOVL     job_flags+0(AX), R11
+	TESTL    $0x00000001, R11
+	JNZ      scalent
+	TESTQ    SI, SI
+	JZ       scaleloopnoweight
+	TESTL    $0x00000010, R11
+	JNZ      scaleloopoffset
+	CMPQ     R8, R9
+	JG       scaletail
+	VPERMW.Z (DX)(R8*2), Z3, K1, Z7
+	VPERMW.Z (DX)(R8*2), Z4, K1, Z8
+	VPERMW.Z 64(DX)(R8*2), Z3, K1, Z9
+	VPERMW.Z 64(DX)(R8*2), Z4, K1, Z10
 
 	PCALIGN $32
-scaleloop:
-	CMPQ  R8, R9
-	JG    scaletail
+scaleloopahead:
 	TESTL $0x00000002, R11
 	JNZ   scalelooppf33
 
 scaleloopbody34:
-	VPERMW.Z       (DX)(R8*2), Z3, K1, Z7
-	VMULPS         Z6, Z7, Z7
-	VPERMW.Z       (DX)(R8*2), Z4, K1, Z8
-	VMULPS         Z6, Z8, Z8
-	VPERMW.Z       64(DX)(R8*2), Z3, K1, Z9
-	VMULPS         Z6, Z9, Z9
-	VPERMW.Z       64(DX)(R8*2), Z4, K1, Z10
-	VMULPS         Z6, Z10, Z10
+	VMULPS   Z6, Z7, Z12
+	VMULPS   Z6, Z8, Z13
+	VMULPS   Z6, Z9, Z14
+	VMULPS   Z6, Z10, Z15
+	LEAQ     64(R8), R12
+	CMPQ     R12, R9
+	JG       scalelooplast35
+	VPERMW.Z 128(DX)(R8*2), Z3, K1, Z7
+	VPERMW.Z 128(DX)(R8*2), Z4, K1, Z8
+	VPERMW.Z 192(DX)(R8*2), Z3, K1, Z9
+	VPERMW.Z 192(DX)(R8*2), Z4, K1, Z10
+
+scalelooplast35:
 	TESTL          $0x00000008, job_flags+0(AX)
-	JZ             notrn35
-	VFPCLASSPSZ    $0xa1, Z7, K2
-	VFPCLASSPSZ    $0xa1, Z8, K3
+	JZ             notrn36
+	VFPCLASSPSZ    $0xa1, Z12, K2
+	VFPCLASSPSZ    $0xa1, Z13, K3
 	KORTESTW       K3, K2
-	JNZ            bf16fix36
-	BYTE $0x62; BYTE $0x72; BYTE $0x3f; BYTE $0x48; BYTE $0x72; BYTE $0xe7 // VCVTNE2PS2BF16 Z7, Z8, Z12
+	JNZ            bf16fix37
+	BYTE $0x62; BYTE $0xc2; BYTE $0x17; BYTE $0x48; BYTE $0x72; BYTE $0xc4 // VCVTNE2PS2BF16 Z12, Z13, Z16
 
-bf16fixed37:
-	VPERMW.Z       Z12, Z3, K1, Z7
-	VPERMW.Z       Z12, Z4, K1, Z8
-	VFPCLASSPSZ    $0xa1, Z9, K2
-	VFPCLASSPSZ    $0xa1, Z10, K3
+bf16fixed38:
+	VPERMW.Z       Z16, Z3, K1, Z12
+	VPERMW.Z       Z16, Z4, K1, Z13
+	VFPCLASSPSZ    $0xa1, Z14, K2
+	VFPCLASSPSZ    $0xa1, Z15, K3
 	KORTESTW       K3, K2
-	JNZ            bf16fix38
-	BYTE $0x62; BYTE $0x52; BYTE $0x2f; BYTE $0x48; BYTE $0x72; BYTE $0xe1 // VCVTNE2PS2BF16 Z9, Z10, Z12
+	JNZ            bf16fix39
+	BYTE $0x62; BYTE $0xc2; BYTE $0x07; BYTE $0x48; BYTE $0x72; BYTE $0xc6 // VCVTNE2PS2BF16 Z14, Z15, Z16
 
-bf16fixed39:
-	VPERMW.Z Z12, Z3, K1, Z9
-	VPERMW.Z Z12, Z4, K1, Z10
+bf16fixed40:
+	VPERMW.Z Z16, Z3, K1, Z14
+	VPERMW.Z Z16, Z4, K1, Z15
 
-notrn35:
-	VMULPS         (SI)(R8*4), Z7, Z7
-	VMULPS         64(SI)(R8*4), Z8, Z8
-	VFPCLASSPSZ    $0xa1, Z7, K2
-	VFPCLASSPSZ    $0xa1, Z8, K3
+notrn36:
+	VMULPS         (SI)(R8*4), Z12, Z12
+	VMULPS         64(SI)(R8*4), Z13, Z13
+	VFPCLASSPSZ    $0xa1, Z12, K2
+	VFPCLASSPSZ    $0xa1, Z13, K3
 	KORTESTW       K3, K2
-	JNZ            bf16fix40
-	BYTE $0x62; BYTE $0x72; BYTE $0x3f; BYTE $0x48; BYTE $0x72; BYTE $0xe7 // VCVTNE2PS2BF16 Z7, Z8, Z12
+	JNZ            bf16fix41
+	BYTE $0x62; BYTE $0xc2; BYTE $0x17; BYTE $0x48; BYTE $0x72; BYTE $0xc4 // VCVTNE2PS2BF16 Z12, Z13, Z16
 
-bf16fixed41:
-	VMOVDQU64      Z12, (CX)(R8*2)
-	VMULPS         128(SI)(R8*4), Z9, Z9
-	VMULPS         192(SI)(R8*4), Z10, Z10
-	VFPCLASSPSZ    $0xa1, Z9, K2
-	VFPCLASSPSZ    $0xa1, Z10, K3
+bf16fixed42:
+	VMOVDQU64      Z16, (CX)(R8*2)
+	VMULPS         128(SI)(R8*4), Z14, Z14
+	VMULPS         192(SI)(R8*4), Z15, Z15
+	VFPCLASSPSZ    $0xa1, Z14, K2
+	VFPCLASSPSZ    $0xa1, Z15, K3
 	KORTESTW       K3, K2
-	JNZ            bf16fix42
-	BYTE $0x62; BYTE $0xd2; BYTE $0x2f; BYTE $0x48; BYTE $0x72; BYTE $0xf9 // VCVTNE2PS2BF16 Z9, Z10, Z7
+	JNZ            bf16fix43
+	BYTE $0x62; BYTE $0x52; BYTE $0x07; BYTE $0x48; BYTE $0x72; BYTE $0xe6 // VCVTNE2PS2BF16 Z14, Z15, Z12
 
-bf16fixed43:
-	VMOVDQU64 Z7, 64(CX)(R8*2)
+bf16fixed44:
+	VMOVDQU64 Z12, 64(CX)(R8*2)
 	ADDQ      $0x00000040, R8
-	JMP       scaleloop
+	CMPQ      R8, R9
+	JLE       scaleloopahead
+	JMP       scaletail
 
 scalelooppf33:
 	PREFETCHT0 (R10)(R8*2)
@@ -56318,9 +56377,9 @@ scaleloopoffset:
 	CMPQ  R8, R9
 	JG    scaletail
 	TESTL $0x00000002, R11
-	JNZ   scaleloopoffsetpf44
+	JNZ   scaleloopoffsetpf45
 
-scaleloopoffsetbody45:
+scaleloopoffsetbody46:
 	VPERMW.Z       (DX)(R8*2), Z3, K1, Z7
 	VMULPS         Z6, Z7, Z7
 	VPERMW.Z       (DX)(R8*2), Z4, K1, Z8
@@ -56330,27 +56389,27 @@ scaleloopoffsetbody45:
 	VPERMW.Z       64(DX)(R8*2), Z4, K1, Z10
 	VMULPS         Z6, Z10, Z10
 	TESTL          $0x00000008, job_flags+0(AX)
-	JZ             notrn46
+	JZ             notrn47
 	VFPCLASSPSZ    $0xa1, Z7, K2
 	VFPCLASSPSZ    $0xa1, Z8, K3
 	KORTESTW       K3, K2
-	JNZ            bf16fix47
+	JNZ            bf16fix48
 	BYTE $0x62; BYTE $0x72; BYTE $0x3f; BYTE $0x48; BYTE $0x72; BYTE $0xe7 // VCVTNE2PS2BF16 Z7, Z8, Z12
 
-bf16fixed48:
+bf16fixed49:
 	VPERMW.Z       Z12, Z3, K1, Z7
 	VPERMW.Z       Z12, Z4, K1, Z8
 	VFPCLASSPSZ    $0xa1, Z9, K2
 	VFPCLASSPSZ    $0xa1, Z10, K3
 	KORTESTW       K3, K2
-	JNZ            bf16fix49
+	JNZ            bf16fix50
 	BYTE $0x62; BYTE $0x52; BYTE $0x2f; BYTE $0x48; BYTE $0x72; BYTE $0xe1 // VCVTNE2PS2BF16 Z9, Z10, Z12
 
-bf16fixed50:
+bf16fixed51:
 	VPERMW.Z Z12, Z3, K1, Z9
 	VPERMW.Z Z12, Z4, K1, Z10
 
-notrn46:
+notrn47:
 	VMOVUPS        (SI)(R8*4), Z12
 	VADDPS         Z5, Z12, Z12
 	VMULPS         Z12, Z7, Z7
@@ -56360,10 +56419,10 @@ notrn46:
 	VFPCLASSPSZ    $0xa1, Z7, K2
 	VFPCLASSPSZ    $0xa1, Z8, K3
 	KORTESTW       K3, K2
-	JNZ            bf16fix51
+	JNZ            bf16fix52
 	BYTE $0x62; BYTE $0x72; BYTE $0x3f; BYTE $0x48; BYTE $0x72; BYTE $0xe7 // VCVTNE2PS2BF16 Z7, Z8, Z12
 
-bf16fixed52:
+bf16fixed53:
 	VMOVDQU64      Z12, (CX)(R8*2)
 	VMOVUPS        128(SI)(R8*4), Z7
 	VADDPS         Z5, Z7, Z7
@@ -56374,58 +56433,72 @@ bf16fixed52:
 	VFPCLASSPSZ    $0xa1, Z9, K2
 	VFPCLASSPSZ    $0xa1, Z10, K3
 	KORTESTW       K3, K2
-	JNZ            bf16fix53
+	JNZ            bf16fix54
 	BYTE $0x62; BYTE $0xd2; BYTE $0x2f; BYTE $0x48; BYTE $0x72; BYTE $0xf9 // VCVTNE2PS2BF16 Z9, Z10, Z7
 
-bf16fixed54:
+bf16fixed55:
 	VMOVDQU64 Z7, 64(CX)(R8*2)
 	ADDQ      $0x00000040, R8
 	JMP       scaleloopoffset
 
-scaleloopoffsetpf44:
+scaleloopoffsetpf45:
 	PREFETCHT0 (R10)(R8*2)
 	PREFETCHT0 64(R10)(R8*2)
-	JMP        scaleloopoffsetbody45
+	JMP        scaleloopoffsetbody46
 
 	PCALIGN $32
 scaleloopnoweight:
-	CMPQ  R8, R9
-	JG    scaletail
+	CMPQ     R8, R9
+	JG       scaletail
+	VPERMW.Z (DX)(R8*2), Z3, K1, Z7
+	VPERMW.Z (DX)(R8*2), Z4, K1, Z8
+	VPERMW.Z 64(DX)(R8*2), Z3, K1, Z9
+	VPERMW.Z 64(DX)(R8*2), Z4, K1, Z10
+
+	PCALIGN $32
+scaleloopnoweightahead:
 	TESTL $0x00000002, R11
-	JNZ   scaleloopnoweightpf55
+	JNZ   scaleloopnoweightpf56
 
-scaleloopnoweightbody56:
-	VPERMW.Z       (DX)(R8*2), Z3, K1, Z7
-	VMULPS         Z6, Z7, Z7
-	VPERMW.Z       (DX)(R8*2), Z4, K1, Z8
-	VMULPS         Z6, Z8, Z8
-	VPERMW.Z       64(DX)(R8*2), Z3, K1, Z9
-	VMULPS         Z6, Z9, Z9
-	VPERMW.Z       64(DX)(R8*2), Z4, K1, Z10
-	VMULPS         Z6, Z10, Z10
-	VFPCLASSPSZ    $0xa1, Z7, K2
-	VFPCLASSPSZ    $0xa1, Z8, K3
-	KORTESTW       K3, K2
-	JNZ            bf16fix57
-	BYTE $0x62; BYTE $0x72; BYTE $0x3f; BYTE $0x48; BYTE $0x72; BYTE $0xe7 // VCVTNE2PS2BF16 Z7, Z8, Z12
+scaleloopnoweightbody57:
+	VMULPS   Z6, Z7, Z12
+	VMULPS   Z6, Z8, Z13
+	VMULPS   Z6, Z9, Z14
+	VMULPS   Z6, Z10, Z15
+	LEAQ     64(R8), R12
+	CMPQ     R12, R9
+	JG       scaleloopnoweightlast58
+	VPERMW.Z 128(DX)(R8*2), Z3, K1, Z7
+	VPERMW.Z 128(DX)(R8*2), Z4, K1, Z8
+	VPERMW.Z 192(DX)(R8*2), Z3, K1, Z9
+	VPERMW.Z 192(DX)(R8*2), Z4, K1, Z10
 
-bf16fixed58:
-	VMOVDQU64      Z12, (CX)(R8*2)
-	VFPCLASSPSZ    $0xa1, Z9, K2
-	VFPCLASSPSZ    $0xa1, Z10, K3
+scaleloopnoweightlast58:
+	VFPCLASSPSZ    $0xa1, Z12, K2
+	VFPCLASSPSZ    $0xa1, Z13, K3
 	KORTESTW       K3, K2
 	JNZ            bf16fix59
-	BYTE $0x62; BYTE $0xd2; BYTE $0x2f; BYTE $0x48; BYTE $0x72; BYTE $0xf9 // VCVTNE2PS2BF16 Z9, Z10, Z7
+	BYTE $0x62; BYTE $0xc2; BYTE $0x17; BYTE $0x48; BYTE $0x72; BYTE $0xc4 // VCVTNE2PS2BF16 Z12, Z13, Z16
 
 bf16fixed60:
-	VMOVDQU64 Z7, 64(CX)(R8*2)
-	ADDQ      $0x00000040, R8
-	JMP       scaleloopnoweight
+	VMOVDQU64      Z16, (CX)(R8*2)
+	VFPCLASSPSZ    $0xa1, Z14, K2
+	VFPCLASSPSZ    $0xa1, Z15, K3
+	KORTESTW       K3, K2
+	JNZ            bf16fix61
+	BYTE $0x62; BYTE $0x52; BYTE $0x07; BYTE $0x48; BYTE $0x72; BYTE $0xe6 // VCVTNE2PS2BF16 Z14, Z15, Z12
 
-scaleloopnoweightpf55:
+bf16fixed62:
+	VMOVDQU64 Z12, 64(CX)(R8*2)
+	ADDQ      $0x00000040, R8
+	CMPQ      R8, R9
+	JLE       scaleloopnoweightahead
+	JMP       scaletail
+
+scaleloopnoweightpf56:
 	PREFETCHT0 (R10)(R8*2)
 	PREFETCHT0 64(R10)(R8*2)
-	JMP        scaleloopnoweightbody56
+	JMP        scaleloopnoweightbody57
 
 scalent:
 	// Ordinary stores up to the first vector-aligned element of dst, then non-temporal ones.
@@ -56445,29 +56518,29 @@ scalehead:
 	VPSLLD         $0x10, Z7, Z7
 	VMULPS         Z6, Z7, Z7
 	TESTL          $0x00000008, job_flags+0(AX)
-	JZ             notrn61
+	JZ             notrn63
 	VFPCLASSPSZ    $0xa1, Z7, K2
 	KORTESTW       K2, K2
-	JNZ            bf16fix62
+	JNZ            bf16fix64
 	BYTE $0x62; BYTE $0x72; BYTE $0x47; BYTE $0x48; BYTE $0x72; BYTE $0xc7 // VCVTNE2PS2BF16 Z7, Z7, Z8
 
-bf16fixed63:
+bf16fixed65:
 	VPERMW.Z Z8, Z3, K1, Z7
 
-notrn61:
+notrn63:
 	TESTQ   SI, SI
-	JZ      noweight64
+	JZ      noweight66
 	VMOVUPS (SI)(R8*4), Z8
 	VADDPS  Z5, Z8, Z8
 	VMULPS  Z8, Z7, Z7
 
-noweight64:
+noweight66:
 	VFPCLASSPSZ    $0xa1, Z7, K2
 	KORTESTW       K2, K2
-	JNZ            bf16fix65
+	JNZ            bf16fix67
 	BYTE $0x62; BYTE $0x72; BYTE $0x47; BYTE $0x48; BYTE $0x72; BYTE $0xc7 // VCVTNE2PS2BF16 Z7, Z7, Z8
 
-bf16fixed66:
+bf16fixed68:
 	VEXTRACTI64X4 $0x00, Z8, (CX)(R8*2)
 	ADDQ          $0x00000010, R8
 	SUBQ          $0x00000010, R10
@@ -56479,92 +56552,103 @@ scaleheadpart:
 scalentgo:
 	MOVQ DI, R10
 	CMPQ job_d+0(AX), $0x00000200
-	JA   longrows67
+	JA   longrows69
 	SHLQ $0x03, R10
 
-longrows67:
-	ADDQ DX, R10
-	MOVL job_flags+0(AX), R11
+longrows69:
+	ADDQ     DX, R10
+	MOVL     job_flags+0(AX), R11
+	CMPQ     R8, R9
+	JG       scaletail
+	VPERMW.Z (DX)(R8*2), Z3, K1, Z7
+	VPERMW.Z (DX)(R8*2), Z4, K1, Z8
+	VPERMW.Z 64(DX)(R8*2), Z3, K1, Z9
+	VPERMW.Z 64(DX)(R8*2), Z4, K1, Z10
 
 	PCALIGN $32
-scalentloop:
-	CMPQ           R8, R9
-	JG             scaletail
-	PREFETCHT0     (R10)(R8*2)
-	PREFETCHT0     64(R10)(R8*2)
-	VPERMW.Z       (DX)(R8*2), Z3, K1, Z7
-	VMULPS         Z6, Z7, Z7
-	VPERMW.Z       (DX)(R8*2), Z4, K1, Z8
-	VMULPS         Z6, Z8, Z8
-	VPERMW.Z       64(DX)(R8*2), Z3, K1, Z9
-	VMULPS         Z6, Z9, Z9
-	VPERMW.Z       64(DX)(R8*2), Z4, K1, Z10
-	VMULPS         Z6, Z10, Z10
+scalentloopahead:
+	PREFETCHT0 (R10)(R8*2)
+	PREFETCHT0 64(R10)(R8*2)
+	VMULPS     Z6, Z7, Z12
+	VMULPS     Z6, Z8, Z13
+	VMULPS     Z6, Z9, Z14
+	VMULPS     Z6, Z10, Z15
+	LEAQ       64(R8), R12
+	CMPQ       R12, R9
+	JG         scalentlooplast70
+	VPERMW.Z   128(DX)(R8*2), Z3, K1, Z7
+	VPERMW.Z   128(DX)(R8*2), Z4, K1, Z8
+	VPERMW.Z   192(DX)(R8*2), Z3, K1, Z9
+	VPERMW.Z   192(DX)(R8*2), Z4, K1, Z10
+
+scalentlooplast70:
 	TESTL          $0x00000008, job_flags+0(AX)
-	JZ             notrn68
-	VFPCLASSPSZ    $0xa1, Z7, K2
-	VFPCLASSPSZ    $0xa1, Z8, K3
+	JZ             notrn71
+	VFPCLASSPSZ    $0xa1, Z12, K2
+	VFPCLASSPSZ    $0xa1, Z13, K3
 	KORTESTW       K3, K2
-	JNZ            bf16fix69
-	BYTE $0x62; BYTE $0x72; BYTE $0x3f; BYTE $0x48; BYTE $0x72; BYTE $0xe7 // VCVTNE2PS2BF16 Z7, Z8, Z12
+	JNZ            bf16fix72
+	BYTE $0x62; BYTE $0xc2; BYTE $0x17; BYTE $0x48; BYTE $0x72; BYTE $0xc4 // VCVTNE2PS2BF16 Z12, Z13, Z16
 
-bf16fixed70:
-	VPERMW.Z       Z12, Z3, K1, Z7
-	VPERMW.Z       Z12, Z4, K1, Z8
-	VFPCLASSPSZ    $0xa1, Z9, K2
-	VFPCLASSPSZ    $0xa1, Z10, K3
+bf16fixed73:
+	VPERMW.Z       Z16, Z3, K1, Z12
+	VPERMW.Z       Z16, Z4, K1, Z13
+	VFPCLASSPSZ    $0xa1, Z14, K2
+	VFPCLASSPSZ    $0xa1, Z15, K3
 	KORTESTW       K3, K2
-	JNZ            bf16fix71
-	BYTE $0x62; BYTE $0x52; BYTE $0x2f; BYTE $0x48; BYTE $0x72; BYTE $0xe1 // VCVTNE2PS2BF16 Z9, Z10, Z12
+	JNZ            bf16fix74
+	BYTE $0x62; BYTE $0xc2; BYTE $0x07; BYTE $0x48; BYTE $0x72; BYTE $0xc6 // VCVTNE2PS2BF16 Z14, Z15, Z16
 
-bf16fixed72:
-	VPERMW.Z Z12, Z3, K1, Z9
-	VPERMW.Z Z12, Z4, K1, Z10
+bf16fixed75:
+	VPERMW.Z Z16, Z3, K1, Z14
+	VPERMW.Z Z16, Z4, K1, Z15
 
-notrn68:
+notrn71:
 	TESTQ  SI, SI
-	JZ     weighed74
+	JZ     weighed77
 	TESTL  $0x00000010, R11
-	JNZ    offset73
-	VMULPS (SI)(R8*4), Z7, Z7
-	VMULPS 64(SI)(R8*4), Z8, Z8
-	VMULPS 128(SI)(R8*4), Z9, Z9
-	VMULPS 192(SI)(R8*4), Z10, Z10
+	JNZ    offset76
+	VMULPS (SI)(R8*4), Z12, Z12
+	VMULPS 64(SI)(R8*4), Z13, Z13
+	VMULPS 128(SI)(R8*4), Z14, Z14
+	VMULPS 192(SI)(R8*4), Z15, Z15
 
-weighed74:
-	VFPCLASSPSZ    $0xa1, Z7, K2
-	VFPCLASSPSZ    $0xa1, Z8, K3
+weighed77:
+	VFPCLASSPSZ    $0xa1, Z12, K2
+	VFPCLASSPSZ    $0xa1, Z13, K3
 	KORTESTW       K3, K2
-	JNZ            bf16fix75
-	BYTE $0x62; BYTE $0x72; BYTE $0x3f; BYTE $0x48; BYTE $0x72; BYTE $0xe7 // VCVTNE2PS2BF16 Z7, Z8, Z12
+	JNZ            bf16fix78
+	BYTE $0x62; BYTE $0xc2; BYTE $0x17; BYTE $0x48; BYTE $0x72; BYTE $0xc4 // VCVTNE2PS2BF16 Z12, Z13, Z16
 
-bf16fixed76:
-	VMOVNTDQ       Z12, (CX)(R8*2)
-	VFPCLASSPSZ    $0xa1, Z9, K2
-	VFPCLASSPSZ    $0xa1, Z10, K3
+bf16fixed79:
+	VMOVNTDQ       Z16, (CX)(R8*2)
+	VFPCLASSPSZ    $0xa1, Z14, K2
+	VFPCLASSPSZ    $0xa1, Z15, K3
 	KORTESTW       K3, K2
-	JNZ            bf16fix77
-	BYTE $0x62; BYTE $0xd2; BYTE $0x2f; BYTE $0x48; BYTE $0x72; BYTE $0xf9 // VCVTNE2PS2BF16 Z9, Z10, Z7
+	JNZ            bf16fix80
+	BYTE $0x62; BYTE $0x52; BYTE $0x07; BYTE $0x48; BYTE $0x72; BYTE $0xe6 // VCVTNE2PS2BF16 Z14, Z15, Z12
 
-bf16fixed78:
-	VMOVNTDQ Z7, 64(CX)(R8*2)
+bf16fixed81:
+	VMOVNTDQ Z12, 64(CX)(R8*2)
 	ADDQ     $0x00000040, R8
-	JMP      scalentloop
+	CMPQ     R8, R9
+	JLE      scalentloopahead
+	JMP      scaletail
 
-offset73:
-	VMOVUPS (SI)(R8*4), Z12
-	VADDPS  Z5, Z12, Z12
-	VMULPS  Z12, Z7, Z7
-	VMOVUPS 64(SI)(R8*4), Z12
-	VADDPS  Z5, Z12, Z12
-	VMULPS  Z12, Z8, Z8
-	VMOVUPS 128(SI)(R8*4), Z12
-	VADDPS  Z5, Z12, Z12
-	VMULPS  Z12, Z9, Z9
-	VMOVUPS 192(SI)(R8*4), Z12
-	VADDPS  Z5, Z12, Z12
-	VMULPS  Z12, Z10, Z10
-	JMP     weighed74
+offset76:
+	VMOVUPS (SI)(R8*4), Z16
+	VADDPS  Z5, Z16, Z16
+	VMULPS  Z16, Z12, Z12
+	VMOVUPS 64(SI)(R8*4), Z16
+	VADDPS  Z5, Z16, Z16
+	VMULPS  Z16, Z13, Z13
+	VMOVUPS 128(SI)(R8*4), Z16
+	VADDPS  Z5, Z16, Z16
+	VMULPS  Z16, Z14, Z14
+	VMOVUPS 192(SI)(R8*4), Z16
+	VADDPS  Z5, Z16, Z16
+	VMULPS  Z16, Z15, Z15
+	JMP     weighed77
 
 scaletail:
 	ADDQ $0x00000030, R9
@@ -56576,29 +56660,29 @@ scaleone:
 	VPSLLD         $0x10, Z7, Z7
 	VMULPS         Z6, Z7, Z7
 	TESTL          $0x00000008, job_flags+0(AX)
-	JZ             notrn79
-	VFPCLASSPSZ    $0xa1, Z7, K2
-	KORTESTW       K2, K2
-	JNZ            bf16fix80
-	BYTE $0x62; BYTE $0x72; BYTE $0x47; BYTE $0x48; BYTE $0x72; BYTE $0xc7 // VCVTNE2PS2BF16 Z7, Z7, Z8
-
-bf16fixed81:
-	VPERMW.Z Z8, Z3, K1, Z7
-
-notrn79:
-	TESTQ   SI, SI
-	JZ      noweight82
-	VMOVUPS (SI)(R8*4), Z8
-	VADDPS  Z5, Z8, Z8
-	VMULPS  Z8, Z7, Z7
-
-noweight82:
+	JZ             notrn82
 	VFPCLASSPSZ    $0xa1, Z7, K2
 	KORTESTW       K2, K2
 	JNZ            bf16fix83
 	BYTE $0x62; BYTE $0x72; BYTE $0x47; BYTE $0x48; BYTE $0x72; BYTE $0xc7 // VCVTNE2PS2BF16 Z7, Z7, Z8
 
 bf16fixed84:
+	VPERMW.Z Z8, Z3, K1, Z7
+
+notrn82:
+	TESTQ   SI, SI
+	JZ      noweight85
+	VMOVUPS (SI)(R8*4), Z8
+	VADDPS  Z5, Z8, Z8
+	VMULPS  Z8, Z7, Z7
+
+noweight85:
+	VFPCLASSPSZ    $0xa1, Z7, K2
+	KORTESTW       K2, K2
+	JNZ            bf16fix86
+	BYTE $0x62; BYTE $0x72; BYTE $0x47; BYTE $0x48; BYTE $0x72; BYTE $0xc7 // VCVTNE2PS2BF16 Z7, Z7, Z8
+
+bf16fixed87:
 	VEXTRACTI64X4 $0x00, Z8, (CX)(R8*2)
 	ADDQ          $0x00000010, R8
 	JMP           scaleone
@@ -56616,29 +56700,29 @@ partout:
 	VPSLLD         $0x10, Z7, Z7
 	VMULPS         Z7, Z6, Z7
 	TESTL          $0x00000008, job_flags+0(AX)
-	JZ             notrn85
-	VFPCLASSPSZ    $0xa1, Z7, K3
-	KORTESTW       K3, K3
-	JNZ            bf16fix86
-	BYTE $0x62; BYTE $0x72; BYTE $0x47; BYTE $0x48; BYTE $0x72; BYTE $0xc7 // VCVTNE2PS2BF16 Z7, Z7, Z8
-
-bf16fixed87:
-	VPERMW.Z Z8, Z3, K1, Z7
-
-notrn85:
-	TESTQ     SI, SI
-	JZ        noweight88
-	VMOVUPS.Z (SI)(R8*4), K2, Z8
-	VADDPS    Z5, Z8, Z8
-	VMULPS    Z8, Z7, Z7
-
-noweight88:
+	JZ             notrn88
 	VFPCLASSPSZ    $0xa1, Z7, K3
 	KORTESTW       K3, K3
 	JNZ            bf16fix89
 	BYTE $0x62; BYTE $0x72; BYTE $0x47; BYTE $0x48; BYTE $0x72; BYTE $0xc7 // VCVTNE2PS2BF16 Z7, Z7, Z8
 
 bf16fixed90:
+	VPERMW.Z Z8, Z3, K1, Z7
+
+notrn88:
+	TESTQ     SI, SI
+	JZ        noweight91
+	VMOVUPS.Z (SI)(R8*4), K2, Z8
+	VADDPS    Z5, Z8, Z8
+	VMULPS    Z8, Z7, Z7
+
+noweight91:
+	VFPCLASSPSZ    $0xa1, Z7, K3
+	KORTESTW       K3, K3
+	JNZ            bf16fix92
+	BYTE $0x62; BYTE $0x72; BYTE $0x47; BYTE $0x48; BYTE $0x72; BYTE $0xc7 // VCVTNE2PS2BF16 Z7, Z7, Z8
+
+bf16fixed93:
 	VMOVDQU16 Z8, K2, (CX)(R8*2)
 	ADDQ      R10, R8
 	CMPQ      R8, job_d+0(AX)
@@ -56835,7 +56919,71 @@ bf16fix26:
 	VPERMT2W     Z15, Z2, Z14
 	JMP          bf16fixed27
 
-bf16fix36:
+bf16fix37:
+	VPSRLD       $0x10, Z12, Z16
+	VPANDD       Z0, Z16, Z16
+	VPADDD       Z1, Z16, Z16
+	VPADDD       Z12, Z16, Z16
+	VFPCLASSPSZ  $0x81, Z12, K2
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z16
+	VPSRLD       $0x10, Z13, Z12
+	VPANDD       Z0, Z12, Z12
+	VPADDD       Z1, Z12, Z12
+	VPADDD       Z13, Z12, Z12
+	VFPCLASSPSZ  $0x81, Z13, K2
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z12
+	VPERMT2W     Z12, Z2, Z16
+	JMP          bf16fixed38
+
+bf16fix39:
+	VPSRLD       $0x10, Z14, Z16
+	VPANDD       Z0, Z16, Z16
+	VPADDD       Z1, Z16, Z16
+	VPADDD       Z14, Z16, Z16
+	VFPCLASSPSZ  $0x81, Z14, K2
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z16
+	VPSRLD       $0x10, Z15, Z14
+	VPANDD       Z0, Z14, Z14
+	VPADDD       Z1, Z14, Z14
+	VPADDD       Z15, Z14, Z14
+	VFPCLASSPSZ  $0x81, Z15, K2
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z14
+	VPERMT2W     Z14, Z2, Z16
+	JMP          bf16fixed40
+
+bf16fix41:
+	VPSRLD       $0x10, Z12, Z16
+	VPANDD       Z0, Z16, Z16
+	VPADDD       Z1, Z16, Z16
+	VPADDD       Z12, Z16, Z16
+	VFPCLASSPSZ  $0x81, Z12, K2
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z16
+	VPSRLD       $0x10, Z13, Z12
+	VPANDD       Z0, Z12, Z12
+	VPADDD       Z1, Z12, Z12
+	VPADDD       Z13, Z12, Z12
+	VFPCLASSPSZ  $0x81, Z13, K2
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z12
+	VPERMT2W     Z12, Z2, Z16
+	JMP          bf16fixed42
+
+bf16fix43:
+	VPSRLD       $0x10, Z14, Z12
+	VPANDD       Z0, Z12, Z12
+	VPADDD       Z1, Z12, Z12
+	VPADDD       Z14, Z12, Z12
+	VFPCLASSPSZ  $0x81, Z14, K2
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z12
+	VPSRLD       $0x10, Z15, Z13
+	VPANDD       Z0, Z13, Z13
+	VPADDD       Z1, Z13, Z13
+	VPADDD       Z15, Z13, Z13
+	VFPCLASSPSZ  $0x81, Z15, K2
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z13
+	VPERMT2W     Z13, Z2, Z12
+	JMP          bf16fixed44
+
+bf16fix48:
 	VPSRLD       $0x10, Z7, Z12
 	VPANDD       Z0, Z12, Z12
 	VPADDD       Z1, Z12, Z12
@@ -56849,9 +56997,9 @@ bf16fix36:
 	VFPCLASSPSZ  $0x81, Z8, K2
 	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z7
 	VPERMT2W     Z7, Z2, Z12
-	JMP          bf16fixed37
+	JMP          bf16fixed49
 
-bf16fix38:
+bf16fix50:
 	VPSRLD       $0x10, Z9, Z12
 	VPANDD       Z0, Z12, Z12
 	VPADDD       Z1, Z12, Z12
@@ -56865,9 +57013,9 @@ bf16fix38:
 	VFPCLASSPSZ  $0x81, Z10, K2
 	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z9
 	VPERMT2W     Z9, Z2, Z12
-	JMP          bf16fixed39
+	JMP          bf16fixed51
 
-bf16fix40:
+bf16fix52:
 	VPSRLD       $0x10, Z7, Z12
 	VPANDD       Z0, Z12, Z12
 	VPADDD       Z1, Z12, Z12
@@ -56881,9 +57029,9 @@ bf16fix40:
 	VFPCLASSPSZ  $0x81, Z8, K2
 	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z7
 	VPERMT2W     Z7, Z2, Z12
-	JMP          bf16fixed41
+	JMP          bf16fixed53
 
-bf16fix42:
+bf16fix54:
 	VPSRLD       $0x10, Z9, Z7
 	VPANDD       Z0, Z7, Z7
 	VPADDD       Z1, Z7, Z7
@@ -56897,105 +57045,41 @@ bf16fix42:
 	VFPCLASSPSZ  $0x81, Z10, K2
 	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z8
 	VPERMT2W     Z8, Z2, Z7
-	JMP          bf16fixed43
-
-bf16fix47:
-	VPSRLD       $0x10, Z7, Z12
-	VPANDD       Z0, Z12, Z12
-	VPADDD       Z1, Z12, Z12
-	VPADDD       Z7, Z12, Z12
-	VFPCLASSPSZ  $0x81, Z7, K2
-	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z12
-	VPSRLD       $0x10, Z8, Z7
-	VPANDD       Z0, Z7, Z7
-	VPADDD       Z1, Z7, Z7
-	VPADDD       Z8, Z7, Z7
-	VFPCLASSPSZ  $0x81, Z8, K2
-	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z7
-	VPERMT2W     Z7, Z2, Z12
-	JMP          bf16fixed48
-
-bf16fix49:
-	VPSRLD       $0x10, Z9, Z12
-	VPANDD       Z0, Z12, Z12
-	VPADDD       Z1, Z12, Z12
-	VPADDD       Z9, Z12, Z12
-	VFPCLASSPSZ  $0x81, Z9, K2
-	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z12
-	VPSRLD       $0x10, Z10, Z9
-	VPANDD       Z0, Z9, Z9
-	VPADDD       Z1, Z9, Z9
-	VPADDD       Z10, Z9, Z9
-	VFPCLASSPSZ  $0x81, Z10, K2
-	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z9
-	VPERMT2W     Z9, Z2, Z12
-	JMP          bf16fixed50
-
-bf16fix51:
-	VPSRLD       $0x10, Z7, Z12
-	VPANDD       Z0, Z12, Z12
-	VPADDD       Z1, Z12, Z12
-	VPADDD       Z7, Z12, Z12
-	VFPCLASSPSZ  $0x81, Z7, K2
-	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z12
-	VPSRLD       $0x10, Z8, Z7
-	VPANDD       Z0, Z7, Z7
-	VPADDD       Z1, Z7, Z7
-	VPADDD       Z8, Z7, Z7
-	VFPCLASSPSZ  $0x81, Z8, K2
-	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z7
-	VPERMT2W     Z7, Z2, Z12
-	JMP          bf16fixed52
-
-bf16fix53:
-	VPSRLD       $0x10, Z9, Z7
-	VPANDD       Z0, Z7, Z7
-	VPADDD       Z1, Z7, Z7
-	VPADDD       Z9, Z7, Z7
-	VFPCLASSPSZ  $0x81, Z9, K2
-	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z7
-	VPSRLD       $0x10, Z10, Z8
-	VPANDD       Z0, Z8, Z8
-	VPADDD       Z1, Z8, Z8
-	VPADDD       Z10, Z8, Z8
-	VFPCLASSPSZ  $0x81, Z10, K2
-	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z8
-	VPERMT2W     Z8, Z2, Z7
-	JMP          bf16fixed54
-
-bf16fix57:
-	VPSRLD       $0x10, Z7, Z12
-	VPANDD       Z0, Z12, Z12
-	VPADDD       Z1, Z12, Z12
-	VPADDD       Z7, Z12, Z12
-	VFPCLASSPSZ  $0x81, Z7, K2
-	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z12
-	VPSRLD       $0x10, Z8, Z7
-	VPANDD       Z0, Z7, Z7
-	VPADDD       Z1, Z7, Z7
-	VPADDD       Z8, Z7, Z7
-	VFPCLASSPSZ  $0x81, Z8, K2
-	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z7
-	VPERMT2W     Z7, Z2, Z12
-	JMP          bf16fixed58
+	JMP          bf16fixed55
 
 bf16fix59:
-	VPSRLD       $0x10, Z9, Z7
-	VPANDD       Z0, Z7, Z7
-	VPADDD       Z1, Z7, Z7
-	VPADDD       Z9, Z7, Z7
-	VFPCLASSPSZ  $0x81, Z9, K2
-	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z7
-	VPSRLD       $0x10, Z10, Z8
-	VPANDD       Z0, Z8, Z8
-	VPADDD       Z1, Z8, Z8
-	VPADDD       Z10, Z8, Z8
-	VFPCLASSPSZ  $0x81, Z10, K2
-	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z8
-	VPERMT2W     Z8, Z2, Z7
+	VPSRLD       $0x10, Z12, Z16
+	VPANDD       Z0, Z16, Z16
+	VPADDD       Z1, Z16, Z16
+	VPADDD       Z12, Z16, Z16
+	VFPCLASSPSZ  $0x81, Z12, K2
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z16
+	VPSRLD       $0x10, Z13, Z12
+	VPANDD       Z0, Z12, Z12
+	VPADDD       Z1, Z12, Z12
+	VPADDD       Z13, Z12, Z12
+	VFPCLASSPSZ  $0x81, Z13, K2
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z12
+	VPERMT2W     Z12, Z2, Z16
 	JMP          bf16fixed60
 
-bf16fix62:
+bf16fix61:
+	VPSRLD       $0x10, Z14, Z12
+	VPANDD       Z0, Z12, Z12
+	VPADDD       Z1, Z12, Z12
+	VPADDD       Z14, Z12, Z12
+	VFPCLASSPSZ  $0x81, Z14, K2
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z12
+	VPSRLD       $0x10, Z15, Z13
+	VPANDD       Z0, Z13, Z13
+	VPADDD       Z1, Z13, Z13
+	VPADDD       Z15, Z13, Z13
+	VFPCLASSPSZ  $0x81, Z15, K2
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z13
+	VPERMT2W     Z13, Z2, Z12
+	JMP          bf16fixed62
+
+bf16fix64:
 	VPSRLD       $0x10, Z7, Z8
 	VPANDD       Z0, Z8, Z8
 	VPADDD       Z1, Z8, Z8
@@ -57003,9 +57087,9 @@ bf16fix62:
 	VFPCLASSPSZ  $0x81, Z7, K2
 	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z8
 	VPERMT2W     Z8, Z2, Z8
-	JMP          bf16fixed63
+	JMP          bf16fixed65
 
-bf16fix65:
+bf16fix67:
 	VPSRLD       $0x10, Z7, Z8
 	VPANDD       Z0, Z8, Z8
 	VPADDD       Z1, Z8, Z8
@@ -57013,80 +57097,70 @@ bf16fix65:
 	VFPCLASSPSZ  $0x81, Z7, K2
 	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z8
 	VPERMT2W     Z8, Z2, Z8
-	JMP          bf16fixed66
+	JMP          bf16fixed68
 
-bf16fix69:
-	VPSRLD       $0x10, Z7, Z12
+bf16fix72:
+	VPSRLD       $0x10, Z12, Z16
+	VPANDD       Z0, Z16, Z16
+	VPADDD       Z1, Z16, Z16
+	VPADDD       Z12, Z16, Z16
+	VFPCLASSPSZ  $0x81, Z12, K2
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z16
+	VPSRLD       $0x10, Z13, Z12
 	VPANDD       Z0, Z12, Z12
 	VPADDD       Z1, Z12, Z12
-	VPADDD       Z7, Z12, Z12
-	VFPCLASSPSZ  $0x81, Z7, K2
+	VPADDD       Z13, Z12, Z12
+	VFPCLASSPSZ  $0x81, Z13, K2
 	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z12
-	VPSRLD       $0x10, Z8, Z7
-	VPANDD       Z0, Z7, Z7
-	VPADDD       Z1, Z7, Z7
-	VPADDD       Z8, Z7, Z7
-	VFPCLASSPSZ  $0x81, Z8, K2
-	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z7
-	VPERMT2W     Z7, Z2, Z12
-	JMP          bf16fixed70
+	VPERMT2W     Z12, Z2, Z16
+	JMP          bf16fixed73
 
-bf16fix71:
-	VPSRLD       $0x10, Z9, Z12
+bf16fix74:
+	VPSRLD       $0x10, Z14, Z16
+	VPANDD       Z0, Z16, Z16
+	VPADDD       Z1, Z16, Z16
+	VPADDD       Z14, Z16, Z16
+	VFPCLASSPSZ  $0x81, Z14, K2
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z16
+	VPSRLD       $0x10, Z15, Z14
+	VPANDD       Z0, Z14, Z14
+	VPADDD       Z1, Z14, Z14
+	VPADDD       Z15, Z14, Z14
+	VFPCLASSPSZ  $0x81, Z15, K2
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z14
+	VPERMT2W     Z14, Z2, Z16
+	JMP          bf16fixed75
+
+bf16fix78:
+	VPSRLD       $0x10, Z12, Z16
+	VPANDD       Z0, Z16, Z16
+	VPADDD       Z1, Z16, Z16
+	VPADDD       Z12, Z16, Z16
+	VFPCLASSPSZ  $0x81, Z12, K2
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z16
+	VPSRLD       $0x10, Z13, Z12
 	VPANDD       Z0, Z12, Z12
 	VPADDD       Z1, Z12, Z12
-	VPADDD       Z9, Z12, Z12
-	VFPCLASSPSZ  $0x81, Z9, K2
+	VPADDD       Z13, Z12, Z12
+	VFPCLASSPSZ  $0x81, Z13, K2
 	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z12
-	VPSRLD       $0x10, Z10, Z9
-	VPANDD       Z0, Z9, Z9
-	VPADDD       Z1, Z9, Z9
-	VPADDD       Z10, Z9, Z9
-	VFPCLASSPSZ  $0x81, Z10, K2
-	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z9
-	VPERMT2W     Z9, Z2, Z12
-	JMP          bf16fixed72
-
-bf16fix75:
-	VPSRLD       $0x10, Z7, Z12
-	VPANDD       Z0, Z12, Z12
-	VPADDD       Z1, Z12, Z12
-	VPADDD       Z7, Z12, Z12
-	VFPCLASSPSZ  $0x81, Z7, K2
-	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z12
-	VPSRLD       $0x10, Z8, Z7
-	VPANDD       Z0, Z7, Z7
-	VPADDD       Z1, Z7, Z7
-	VPADDD       Z8, Z7, Z7
-	VFPCLASSPSZ  $0x81, Z8, K2
-	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z7
-	VPERMT2W     Z7, Z2, Z12
-	JMP          bf16fixed76
-
-bf16fix77:
-	VPSRLD       $0x10, Z9, Z7
-	VPANDD       Z0, Z7, Z7
-	VPADDD       Z1, Z7, Z7
-	VPADDD       Z9, Z7, Z7
-	VFPCLASSPSZ  $0x81, Z9, K2
-	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z7
-	VPSRLD       $0x10, Z10, Z8
-	VPANDD       Z0, Z8, Z8
-	VPADDD       Z1, Z8, Z8
-	VPADDD       Z10, Z8, Z8
-	VFPCLASSPSZ  $0x81, Z10, K2
-	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z8
-	VPERMT2W     Z8, Z2, Z7
-	JMP          bf16fixed78
+	VPERMT2W     Z12, Z2, Z16
+	JMP          bf16fixed79
 
 bf16fix80:
-	VPSRLD       $0x10, Z7, Z8
-	VPANDD       Z0, Z8, Z8
-	VPADDD       Z1, Z8, Z8
-	VPADDD       Z7, Z8, Z8
-	VFPCLASSPSZ  $0x81, Z7, K2
-	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z8
-	VPERMT2W     Z8, Z2, Z8
+	VPSRLD       $0x10, Z14, Z12
+	VPANDD       Z0, Z12, Z12
+	VPADDD       Z1, Z12, Z12
+	VPADDD       Z14, Z12, Z12
+	VFPCLASSPSZ  $0x81, Z14, K2
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z12
+	VPSRLD       $0x10, Z15, Z13
+	VPANDD       Z0, Z13, Z13
+	VPADDD       Z1, Z13, Z13
+	VPADDD       Z15, Z13, Z13
+	VFPCLASSPSZ  $0x81, Z15, K2
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z13
+	VPERMT2W     Z13, Z2, Z12
 	JMP          bf16fixed81
 
 bf16fix83:
@@ -57104,8 +57178,8 @@ bf16fix86:
 	VPANDD       Z0, Z8, Z8
 	VPADDD       Z1, Z8, Z8
 	VPADDD       Z7, Z8, Z8
-	VFPCLASSPSZ  $0x81, Z7, K3
-	VPBROADCASTD avx512bfnanhigh<>+0(SB), K3, Z8
+	VFPCLASSPSZ  $0x81, Z7, K2
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z8
 	VPERMT2W     Z8, Z2, Z8
 	JMP          bf16fixed87
 
@@ -57118,6 +57192,16 @@ bf16fix89:
 	VPBROADCASTD avx512bfnanhigh<>+0(SB), K3, Z8
 	VPERMT2W     Z8, Z2, Z8
 	JMP          bf16fixed90
+
+bf16fix92:
+	VPSRLD       $0x10, Z7, Z8
+	VPANDD       Z0, Z8, Z8
+	VPADDD       Z1, Z8, Z8
+	VPADDD       Z7, Z8, Z8
+	VFPCLASSPSZ  $0x81, Z7, K3
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K3, Z8
+	VPERMT2W     Z8, Z2, Z8
+	JMP          bf16fixed93
 
 // func avx512bf16ForwardToBF16(j uintptr, from int, to int) int
 // Requires: AVX, AVX512BF16, AVX512BW, AVX512DQ, AVX512F, MMX+

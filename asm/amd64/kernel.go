@@ -1441,20 +1441,25 @@ func (g *gen) scaleLoop(name string, src, i, lim, pf, fl GPVirtual, invv, one Ve
 // convertsAhead reports whether the unrolled scale loops of 16-bit rows convert x one iteration
 // ahead (AVX-512, RMSNorm, not form Offset): the iteration multiplies the vectors of x the one
 // before it widened, and widens the next iteration's right after (a software-pipelined loop; the
-// bits do not change, only the order of the instructions). On a Zen 5 VCVTPH2PS and VCVTPS2PH take 0.8 cycles each and share pipes,
-// and a row of float16 converts x three times; converted ahead, the widenings of the next block
-// can go before the narrowings of this one (the likely reason, not measured per pipe). avx512
-// ForwardF16 on a Zen 5, the two builds alternated ten times, benchstat: 1x4096 253.6 -> 240.2
-// ns (-5.3%), with RoundNormalized 399.6 -> 363.2 (-9.1%) and 1x16384 1457 -> 1354 (-7.1%);
-// 1x128, 1x1024 and 1x16384 without it within the noise (1x1024 89.7 -> 88.1, p=0.48). Not the
-// loop of UnitOffset's weight (1 + w), form Offset: there 1x4096 did not move (286.8 -> 282.2,
-// p=0.15) and 1x16384 took 2.0-2.4% longer in three runs (1112 -> 1135 ns, p=0.04). bfloat16
-// rows (widened by VPERMW, or VPMOVZXWD and a shift, not converted) gain with RoundNormalized,
-// whose rounding of x*inv adds a narrowing and a widening per pair: ForwardBF16 1x1024 138.6 ->
-// 133.7 ns (-3.6%, p=0.004, ten runs), 1x4096 403.4 -> 383.3 (-5.0%, six runs), 1x16384 1478 ->
-// 1388 (-6.1%); without it 1x1024 and 1x4096 within 2% both ways (p=0.04-0.8). The avx512
-// functions for CPUs without AVX512_BF16 take the same order unmeasured (no such CPU here): the
-// same instructions, and a widening that does not wait for the narrowing before it.
+// bits do not change, only the order of the instructions). On a Zen 5 VCVTPH2PS and VCVTPS2PH
+// take 0.8 cycles each and share pipes, and a row of float16 converts x three times; converted
+// ahead, the widenings of the next block can go before the narrowings of this one (the likely
+// reason, not measured per pipe). avx512 ForwardF16 on a Zen 5, the two builds alternated ten
+// times, benchstat: 1x4096 253.6 -> 240.2 ns (-5.3%), with RoundNormalized 399.6 -> 363.2
+// (-9.1%) and 1x16384 1457 -> 1354 (-7.1%); 1x128, 1x1024 and 1x16384 without it within the
+// noise (1x1024 89.7 -> 88.1, p=0.48). Not the loop in cache of UnitOffset's weight (1 + w), form
+// Offset: there 1x4096 did not move (286.8 -> 282.2, p=0.15) and 1x16384 took 2.0-2.4% longer in
+// three runs (1112 -> 1135 ns, p=0.04). The non-temporal loop (form byFlag) serves every weight
+// form and converts ahead, UnitOffset's too (rows from memory, bound by the memory; not measured
+// apart). bfloat16 rows (widened by VPERMW, or VPMOVZXWD and a shift, not converted) gain with
+// RoundNormalized, whose rounding of x*inv adds a narrowing and a widening per pair: ForwardBF16
+// 1x1024 138.6 -> 133.7 ns (-3.6%, p=0.004, ten runs), 1x4096 403.4 -> 383.3 (-5.0%, six runs;
+// not significant in ten more, p=0.22), 1x16384 1478 -> 1388 (-6.1%); without it 1x1024 and
+// 1x4096 within 2% both ways (p=0.04-0.8). The avx512 functions for CPUs without AVX512_BF16 take
+// the same order unmeasured (no such CPU here): the same instructions, and a widening that does
+// not wait for the narrowing before it. TestGuardPages16 (rows in cache) and
+// TestGuardPagesStreamed16 (the non-temporal loop, entered after a head) fail on a read ahead past
+// the row.
 func (g *gen) convertsAhead(form spec.Mode) bool {
 	return g.s == avx512 && g.in16() && !g.v.Layer && form != spec.Offset
 }

@@ -67,7 +67,8 @@ func parseAsm(t *testing.T) []asmFunc {
 }
 
 // avoISA maps the names in Avo's Requires lines to cpuid features. Avo files SFENCE under MMX+
-// (AMD's MMX extensions); it belongs to SSE as well, which is what dispatch checks.
+// (AMD's MMX extensions); it belongs to SSE as well, which is what dispatch checks. STMXCSR and
+// LDMXCSR (the avx512bf16 functions: asm/amd64/bf16flags.go) are SSE's.
 var avoISA = map[string]cpuid.FeatureID{
 	"AVX":        cpuid.AVX,
 	"AVX2":       cpuid.AVX2,
@@ -76,6 +77,7 @@ var avoISA = map[string]cpuid.FeatureID{
 	"AVX512DQ":   cpuid.AVX512DQ,
 	"AVX512BF16": cpuid.AVX512BF16,
 	"MMX+":       cpuid.SSE,
+	"SSE":        cpuid.SSE,
 	"F16C":       cpuid.F16C,
 }
 

@@ -12,7 +12,7 @@ import (
 // "// Requires:" lines of its functions in rmsnorm_amd64.s list (a test holds the two equal). cpuid reports a feature
 // only when the operating system also saves its register state.
 // Avo files SFENCE under "MMX+" (AMD's MMX extensions); it is part of SSE, which every amd64 CPU
-// has, so SSE stands for it here.
+// has, so SSE stands for it here (and for STMXCSR and LDMXCSR, which the avx512bf16 functions use).
 // kernelAVX512BF16 runs the avx512 functions too, so it needs what they need, and AVX512_BF16
 // (VCVTNE2PS2BF16) and AVX512DQ (VFPCLASSPS) besides.
 var kernelFeatures = map[kernelID][]cpuid.FeatureID{

@@ -55478,8 +55478,8 @@ lnqwhole:
 	JMP     lnqsummed
 
 // func avx512bf16ForwardBF16(j uintptr, from int, to int) int
-// Requires: AVX, AVX512BF16, AVX512BW, AVX512DQ, AVX512F, MMX+
-TEXT ·avx512bf16ForwardBF16(SB), NOSPLIT, $384-32
+// Requires: AVX, AVX512BF16, AVX512BW, AVX512DQ, AVX512F, MMX+, SSE
+TEXT ·avx512bf16ForwardBF16(SB), NOSPLIT, $392-32
 	// avx512bf16ForwardBF16 normalizes rows [from, to) of the job: BF16 rows: y = round16((x*inv)*w), round16((x*inv)*(1+w)) with flagOffset, or round16(x*inv) with w nil (with flagRN and a weight, round16(x*inv) in place of (x*inv)), for each row; with res, h = round16(x + res) and res = h per element first, and h in place of x.
 	// It stops before the first row that needs the float64 path and returns that row's index, or to.
 	MOVQ  j+0(FP), AX
@@ -55505,11 +55505,21 @@ rowsset:
 	MOVL         $0xaaaaaaaa, R8
 	KMOVD        R8, K1
 
+	// MXCSR's invalid and denormal flags cleared for the rows that read them (bf16flags.go).
+	CMPQ    job_d+0(AX), $0x00000200
+	JBE     mxclear
+	STMXCSR 376(SP)
+	TESTL   $0x00000003, 376(SP)
+	JZ      mxclear
+	ANDL    $0xfffffffc, 376(SP)
+	LDMXCSR 376(SP)
+
+mxclear:
 	// fd = float32(d); rd = 1/d when d is a power of two (a/d is then a*rd exactly), else 0.
 	MOVQ       job_d+0(AX), R8
 	VMOVSS     one<>+0(SB), X5
 	VCVTSI2SSQ R8, X5, X5
-	VMOVSS     X5, 376(SP)
+	VMOVSS     X5, 384(SP)
 	XORL       R10, R10
 	LEAQ       -1(R8), R9
 	TESTQ      R8, R9
@@ -55520,7 +55530,7 @@ rowsset:
 	SHLL       $0x17, R10
 
 notpow2:
-	MOVL         R10, 380(SP)
+	MOVL         R10, 388(SP)
 	VBROADCASTSS one<>+0(SB), Z5
 	TESTL        $0x00000010, job_flags+0(AX)
 	JNZ          weightadd1
@@ -56175,13 +56185,13 @@ invone:
 	VADDPS     Z7, Z6, Z6
 
 	// t = ss/d + eps; rows with t outside [2^-100, MaxFloat32] take the float64 path.
-	CMPL   380(SP), $0x00
+	CMPL   388(SP), $0x00
 	JE     divide28
-	VMULSS 380(SP), X6, X6
+	VMULSS 388(SP), X6, X6
 	JMP    divided29
 
 divide28:
-	VDIVSS 376(SP), X6, X6
+	VDIVSS 384(SP), X6, X6
 
 divided29:
 	VADDSS   job_eps+0(AX), X6, X6
@@ -56225,14 +56235,14 @@ invgroup:
 	VCOMPRESSPS.Z Z7, K2, Z6
 
 	// t = ss/d + eps for the four rows; any t outside [2^-100, MaxFloat32] sends the group to the one-row path.
-	CMPL         380(SP), $0x00
+	CMPL         388(SP), $0x00
 	JE           divide30
-	VBROADCASTSS 380(SP), Z7
+	VBROADCASTSS 388(SP), Z7
 	VMULPS       Z7, Z6, Z6
 	JMP          divided31
 
 divide30:
-	VBROADCASTSS 376(SP), Z7
+	VBROADCASTSS 384(SP), Z7
 	VDIVPS       Z7, Z6, Z6
 
 divided31:
@@ -56290,6 +56300,181 @@ longrows32:
 	MOVL     job_flags+0(AX), R11
 	TESTL    $0x00000001, R11
 	JNZ      scalent
+	CMPQ     job_d+0(AX), $0x00000200
+	JBE      scalechecked
+	CMPQ     DX, CX
+	JE       scalechecked
+	TESTQ    SI, SI
+	JZ       scalefastloopnoweight
+	TESTL    $0x00000010, R11
+	JNZ      scalefastloopoffset
+	CMPQ     R8, R9
+	JG       scalefastdone
+	VPERMW.Z (DX)(R8*2), Z3, K1, Z7
+	VPERMW.Z (DX)(R8*2), Z4, K1, Z8
+	VPERMW.Z 64(DX)(R8*2), Z3, K1, Z9
+	VPERMW.Z 64(DX)(R8*2), Z4, K1, Z10
+
+	PCALIGN $32
+scalefastloopahead:
+	TESTL $0x00000002, R11
+	JNZ   scalefastlooppf33
+
+scalefastloopbody34:
+	VMULPS   Z6, Z7, Z12
+	VMULPS   Z6, Z8, Z13
+	VMULPS   Z6, Z9, Z14
+	VMULPS   Z6, Z10, Z15
+	LEAQ     64(R8), R12
+	CMPQ     R12, R9
+	JG       scalefastlooplast35
+	VPERMW.Z 128(DX)(R8*2), Z3, K1, Z7
+	VPERMW.Z 128(DX)(R8*2), Z4, K1, Z8
+	VPERMW.Z 192(DX)(R8*2), Z3, K1, Z9
+	VPERMW.Z 192(DX)(R8*2), Z4, K1, Z10
+
+scalefastlooplast35:
+	TESTL          $0x00000008, job_flags+0(AX)
+	JZ             notrn36
+	VMAXPS         Z13, Z12, Z16
+	BYTE $0x62; BYTE $0x52; BYTE $0x17; BYTE $0x48; BYTE $0x72; BYTE $0xec // VCVTNE2PS2BF16 Z12, Z13, Z13
+	VPERMW.Z       Z13, Z3, K1, Z12
+	VPERMW.Z       Z13, Z4, K1, Z13
+	VMAXPS         Z15, Z14, Z16
+	BYTE $0x62; BYTE $0x52; BYTE $0x07; BYTE $0x48; BYTE $0x72; BYTE $0xfe // VCVTNE2PS2BF16 Z14, Z15, Z15
+	VPERMW.Z       Z15, Z3, K1, Z14
+	VPERMW.Z       Z15, Z4, K1, Z15
+
+notrn36:
+	VMULPS         (SI)(R8*4), Z12, Z12
+	VMULPS         64(SI)(R8*4), Z13, Z13
+	VMAXPS         Z13, Z12, Z16
+	BYTE $0x62; BYTE $0x52; BYTE $0x17; BYTE $0x48; BYTE $0x72; BYTE $0xe4 // VCVTNE2PS2BF16 Z12, Z13, Z12
+	VMOVDQU64      Z12, (CX)(R8*2)
+	VMULPS         128(SI)(R8*4), Z14, Z14
+	VMULPS         192(SI)(R8*4), Z15, Z15
+	VMAXPS         Z15, Z14, Z12
+	BYTE $0x62; BYTE $0x52; BYTE $0x07; BYTE $0x48; BYTE $0x72; BYTE $0xe6 // VCVTNE2PS2BF16 Z14, Z15, Z12
+	VMOVDQU64      Z12, 64(CX)(R8*2)
+	ADDQ           $0x00000040, R8
+	CMPQ           R8, R9
+	JLE            scalefastloopahead
+	JMP            scalefastdone
+
+scalefastlooppf33:
+	PREFETCHT0 (R10)(R8*2)
+	PREFETCHT0 64(R10)(R8*2)
+	JMP        scalefastloopbody34
+
+	PCALIGN $32
+scalefastloopoffset:
+	CMPQ  R8, R9
+	JG    scalefastdone
+	TESTL $0x00000002, R11
+	JNZ   scalefastloopoffsetpf37
+
+scalefastloopoffsetbody38:
+	VPERMW.Z       (DX)(R8*2), Z3, K1, Z7
+	VMULPS         Z6, Z7, Z7
+	VPERMW.Z       (DX)(R8*2), Z4, K1, Z8
+	VMULPS         Z6, Z8, Z8
+	VPERMW.Z       64(DX)(R8*2), Z3, K1, Z9
+	VMULPS         Z6, Z9, Z9
+	VPERMW.Z       64(DX)(R8*2), Z4, K1, Z10
+	VMULPS         Z6, Z10, Z10
+	TESTL          $0x00000008, job_flags+0(AX)
+	JZ             notrn39
+	VMAXPS         Z8, Z7, Z12
+	BYTE $0x62; BYTE $0x72; BYTE $0x3f; BYTE $0x48; BYTE $0x72; BYTE $0xc7 // VCVTNE2PS2BF16 Z7, Z8, Z8
+	VPERMW.Z       Z8, Z3, K1, Z7
+	VPERMW.Z       Z8, Z4, K1, Z8
+	VMAXPS         Z10, Z9, Z12
+	BYTE $0x62; BYTE $0x52; BYTE $0x2f; BYTE $0x48; BYTE $0x72; BYTE $0xd1 // VCVTNE2PS2BF16 Z9, Z10, Z10
+	VPERMW.Z       Z10, Z3, K1, Z9
+	VPERMW.Z       Z10, Z4, K1, Z10
+
+notrn39:
+	VMOVUPS        (SI)(R8*4), Z12
+	VADDPS         Z5, Z12, Z12
+	VMULPS         Z12, Z7, Z7
+	VMOVUPS        64(SI)(R8*4), Z12
+	VADDPS         Z5, Z12, Z12
+	VMULPS         Z12, Z8, Z8
+	VMAXPS         Z8, Z7, Z12
+	BYTE $0x62; BYTE $0xf2; BYTE $0x3f; BYTE $0x48; BYTE $0x72; BYTE $0xff // VCVTNE2PS2BF16 Z7, Z8, Z7
+	VMOVDQU64      Z7, (CX)(R8*2)
+	VMOVUPS        128(SI)(R8*4), Z7
+	VADDPS         Z5, Z7, Z7
+	VMULPS         Z7, Z9, Z9
+	VMOVUPS        192(SI)(R8*4), Z7
+	VADDPS         Z5, Z7, Z7
+	VMULPS         Z7, Z10, Z10
+	VMAXPS         Z10, Z9, Z7
+	BYTE $0x62; BYTE $0xd2; BYTE $0x2f; BYTE $0x48; BYTE $0x72; BYTE $0xf9 // VCVTNE2PS2BF16 Z9, Z10, Z7
+	VMOVDQU64      Z7, 64(CX)(R8*2)
+	ADDQ           $0x00000040, R8
+	JMP            scalefastloopoffset
+
+scalefastloopoffsetpf37:
+	PREFETCHT0 (R10)(R8*2)
+	PREFETCHT0 64(R10)(R8*2)
+	JMP        scalefastloopoffsetbody38
+
+	PCALIGN $32
+scalefastloopnoweight:
+	CMPQ     R8, R9
+	JG       scalefastdone
+	VPERMW.Z (DX)(R8*2), Z3, K1, Z7
+	VPERMW.Z (DX)(R8*2), Z4, K1, Z8
+	VPERMW.Z 64(DX)(R8*2), Z3, K1, Z9
+	VPERMW.Z 64(DX)(R8*2), Z4, K1, Z10
+
+	PCALIGN $32
+scalefastloopnoweightahead:
+	TESTL $0x00000002, R11
+	JNZ   scalefastloopnoweightpf40
+
+scalefastloopnoweightbody41:
+	VMULPS   Z6, Z7, Z12
+	VMULPS   Z6, Z8, Z13
+	VMULPS   Z6, Z9, Z14
+	VMULPS   Z6, Z10, Z15
+	LEAQ     64(R8), R12
+	CMPQ     R12, R9
+	JG       scalefastloopnoweightlast42
+	VPERMW.Z 128(DX)(R8*2), Z3, K1, Z7
+	VPERMW.Z 128(DX)(R8*2), Z4, K1, Z8
+	VPERMW.Z 192(DX)(R8*2), Z3, K1, Z9
+	VPERMW.Z 192(DX)(R8*2), Z4, K1, Z10
+
+scalefastloopnoweightlast42:
+	VMAXPS         Z13, Z12, Z16
+	BYTE $0x62; BYTE $0x52; BYTE $0x17; BYTE $0x48; BYTE $0x72; BYTE $0xe4 // VCVTNE2PS2BF16 Z12, Z13, Z12
+	VMOVDQU64      Z12, (CX)(R8*2)
+	VMAXPS         Z15, Z14, Z12
+	BYTE $0x62; BYTE $0x52; BYTE $0x07; BYTE $0x48; BYTE $0x72; BYTE $0xe6 // VCVTNE2PS2BF16 Z14, Z15, Z12
+	VMOVDQU64      Z12, 64(CX)(R8*2)
+	ADDQ           $0x00000040, R8
+	CMPQ           R8, R9
+	JLE            scalefastloopnoweightahead
+	JMP            scalefastdone
+
+scalefastloopnoweightpf40:
+	PREFETCHT0 (R10)(R8*2)
+	PREFETCHT0 64(R10)(R8*2)
+	JMP        scalefastloopnoweightbody41
+
+scalefastdone:
+	STMXCSR 376(SP)
+	TESTL   $0x00000003, 376(SP)
+	JZ      scaletail
+
+	// A NaN or a subnormal among the lanes narrowed, or one before them: the row again, classified.
+	ANDL    $0xfffffffc, 376(SP)
+	LDMXCSR 376(SP)
+	XORQ    R8, R8
+
+scalechecked:
 	TESTQ    SI, SI
 	JZ       scaleloopnoweight
 	TESTL    $0x00000010, R11
@@ -56304,82 +56489,82 @@ longrows32:
 	PCALIGN $32
 scaleloopahead:
 	TESTL $0x00000002, R11
-	JNZ   scalelooppf33
+	JNZ   scalelooppf43
 
-scaleloopbody34:
+scaleloopbody44:
 	VMULPS   Z6, Z7, Z12
 	VMULPS   Z6, Z8, Z13
 	VMULPS   Z6, Z9, Z14
 	VMULPS   Z6, Z10, Z15
 	LEAQ     64(R8), R12
 	CMPQ     R12, R9
-	JG       scalelooplast35
+	JG       scalelooplast45
 	VPERMW.Z 128(DX)(R8*2), Z3, K1, Z7
 	VPERMW.Z 128(DX)(R8*2), Z4, K1, Z8
 	VPERMW.Z 192(DX)(R8*2), Z3, K1, Z9
 	VPERMW.Z 192(DX)(R8*2), Z4, K1, Z10
 
-scalelooplast35:
+scalelooplast45:
 	TESTL          $0x00000008, job_flags+0(AX)
-	JZ             notrn36
+	JZ             notrn46
 	VFPCLASSPSZ    $0xa1, Z12, K2
 	VFPCLASSPSZ    $0xa1, Z13, K3
 	KORTESTW       K3, K2
-	JNZ            bf16fix37
+	JNZ            bf16fix47
 	BYTE $0x62; BYTE $0xc2; BYTE $0x17; BYTE $0x48; BYTE $0x72; BYTE $0xc4 // VCVTNE2PS2BF16 Z12, Z13, Z16
 
-bf16fixed38:
+bf16fixed48:
 	VPERMW.Z       Z16, Z3, K1, Z12
 	VPERMW.Z       Z16, Z4, K1, Z13
 	VFPCLASSPSZ    $0xa1, Z14, K2
 	VFPCLASSPSZ    $0xa1, Z15, K3
 	KORTESTW       K3, K2
-	JNZ            bf16fix39
+	JNZ            bf16fix49
 	BYTE $0x62; BYTE $0xc2; BYTE $0x07; BYTE $0x48; BYTE $0x72; BYTE $0xc6 // VCVTNE2PS2BF16 Z14, Z15, Z16
 
-bf16fixed40:
+bf16fixed50:
 	VPERMW.Z Z16, Z3, K1, Z14
 	VPERMW.Z Z16, Z4, K1, Z15
 
-notrn36:
+notrn46:
 	VMULPS         (SI)(R8*4), Z12, Z12
 	VMULPS         64(SI)(R8*4), Z13, Z13
 	VFPCLASSPSZ    $0xa1, Z12, K2
 	VFPCLASSPSZ    $0xa1, Z13, K3
 	KORTESTW       K3, K2
-	JNZ            bf16fix41
+	JNZ            bf16fix51
 	BYTE $0x62; BYTE $0xc2; BYTE $0x17; BYTE $0x48; BYTE $0x72; BYTE $0xc4 // VCVTNE2PS2BF16 Z12, Z13, Z16
 
-bf16fixed42:
+bf16fixed52:
 	VMOVDQU64      Z16, (CX)(R8*2)
 	VMULPS         128(SI)(R8*4), Z14, Z14
 	VMULPS         192(SI)(R8*4), Z15, Z15
 	VFPCLASSPSZ    $0xa1, Z14, K2
 	VFPCLASSPSZ    $0xa1, Z15, K3
 	KORTESTW       K3, K2
-	JNZ            bf16fix43
+	JNZ            bf16fix53
 	BYTE $0x62; BYTE $0x52; BYTE $0x07; BYTE $0x48; BYTE $0x72; BYTE $0xe6 // VCVTNE2PS2BF16 Z14, Z15, Z12
 
-bf16fixed44:
+bf16fixed54:
 	VMOVDQU64 Z12, 64(CX)(R8*2)
 	ADDQ      $0x00000040, R8
 	CMPQ      R8, R9
 	JLE       scaleloopahead
 	JMP       scaletail
 
-scalelooppf33:
+scalelooppf43:
 	PREFETCHT0 (R10)(R8*2)
 	PREFETCHT0 64(R10)(R8*2)
-	JMP        scaleloopbody34
+	JMP        scaleloopbody44
 
 	PCALIGN $32
 scaleloopoffset:
 	CMPQ  R8, R9
 	JG    scaletail
 	TESTL $0x00000002, R11
-	JNZ   scaleloopoffsetpf45
+	JNZ   scaleloopoffsetpf55
 
-scaleloopoffsetbody46:
+scaleloopoffsetbody56:
 	VPERMW.Z       (DX)(R8*2), Z3, K1, Z7
 	VMULPS         Z6, Z7, Z7
 	VPERMW.Z       (DX)(R8*2), Z4, K1, Z8
@@ -56389,27 +56574,27 @@ scaleloopoffsetbody46:
 	VPERMW.Z       64(DX)(R8*2), Z4, K1, Z10
 	VMULPS         Z6, Z10, Z10
 	TESTL          $0x00000008, job_flags+0(AX)
-	JZ             notrn47
+	JZ             notrn57
 	VFPCLASSPSZ    $0xa1, Z7, K2
 	VFPCLASSPSZ    $0xa1, Z8, K3
 	KORTESTW       K3, K2
-	JNZ            bf16fix48
+	JNZ            bf16fix58
 	BYTE $0x62; BYTE $0x72; BYTE $0x3f; BYTE $0x48; BYTE $0x72; BYTE $0xe7 // VCVTNE2PS2BF16 Z7, Z8, Z12
 
-bf16fixed49:
+bf16fixed59:
 	VPERMW.Z       Z12, Z3, K1, Z7
 	VPERMW.Z       Z12, Z4, K1, Z8
 	VFPCLASSPSZ    $0xa1, Z9, K2
 	VFPCLASSPSZ    $0xa1, Z10, K3
 	KORTESTW       K3, K2
-	JNZ            bf16fix50
+	JNZ            bf16fix60
 	BYTE $0x62; BYTE $0x52; BYTE $0x2f; BYTE $0x48; BYTE $0x72; BYTE $0xe1 // VCVTNE2PS2BF16 Z9, Z10, Z12
 
-bf16fixed51:
+bf16fixed61:
 	VPERMW.Z Z12, Z3, K1, Z9
 	VPERMW.Z Z12, Z4, K1, Z10
 
-notrn47:
+notrn57:
 	VMOVUPS        (SI)(R8*4), Z12
 	VADDPS         Z5, Z12, Z12
 	VMULPS         Z12, Z7, Z7
@@ -56419,10 +56604,10 @@ notrn47:
 	VFPCLASSPSZ    $0xa1, Z7, K2
 	VFPCLASSPSZ    $0xa1, Z8, K3
 	KORTESTW       K3, K2
-	JNZ            bf16fix52
+	JNZ            bf16fix62
 	BYTE $0x62; BYTE $0x72; BYTE $0x3f; BYTE $0x48; BYTE $0x72; BYTE $0xe7 // VCVTNE2PS2BF16 Z7, Z8, Z12
 
-bf16fixed53:
+bf16fixed63:
 	VMOVDQU64      Z12, (CX)(R8*2)
 	VMOVUPS        128(SI)(R8*4), Z7
 	VADDPS         Z5, Z7, Z7
@@ -56433,18 +56618,18 @@ bf16fixed53:
 	VFPCLASSPSZ    $0xa1, Z9, K2
 	VFPCLASSPSZ    $0xa1, Z10, K3
 	KORTESTW       K3, K2
-	JNZ            bf16fix54
+	JNZ            bf16fix64
 	BYTE $0x62; BYTE $0xd2; BYTE $0x2f; BYTE $0x48; BYTE $0x72; BYTE $0xf9 // VCVTNE2PS2BF16 Z9, Z10, Z7
 
-bf16fixed55:
+bf16fixed65:
 	VMOVDQU64 Z7, 64(CX)(R8*2)
 	ADDQ      $0x00000040, R8
 	JMP       scaleloopoffset
 
-scaleloopoffsetpf45:
+scaleloopoffsetpf55:
 	PREFETCHT0 (R10)(R8*2)
 	PREFETCHT0 64(R10)(R8*2)
-	JMP        scaleloopoffsetbody46
+	JMP        scaleloopoffsetbody56
 
 	PCALIGN $32
 scaleloopnoweight:
@@ -56458,47 +56643,47 @@ scaleloopnoweight:
 	PCALIGN $32
 scaleloopnoweightahead:
 	TESTL $0x00000002, R11
-	JNZ   scaleloopnoweightpf56
+	JNZ   scaleloopnoweightpf66
 
-scaleloopnoweightbody57:
+scaleloopnoweightbody67:
 	VMULPS   Z6, Z7, Z12
 	VMULPS   Z6, Z8, Z13
 	VMULPS   Z6, Z9, Z14
 	VMULPS   Z6, Z10, Z15
 	LEAQ     64(R8), R12
 	CMPQ     R12, R9
-	JG       scaleloopnoweightlast58
+	JG       scaleloopnoweightlast68
 	VPERMW.Z 128(DX)(R8*2), Z3, K1, Z7
 	VPERMW.Z 128(DX)(R8*2), Z4, K1, Z8
 	VPERMW.Z 192(DX)(R8*2), Z3, K1, Z9
 	VPERMW.Z 192(DX)(R8*2), Z4, K1, Z10
 
-scaleloopnoweightlast58:
+scaleloopnoweightlast68:
 	VFPCLASSPSZ    $0xa1, Z12, K2
 	VFPCLASSPSZ    $0xa1, Z13, K3
 	KORTESTW       K3, K2
-	JNZ            bf16fix59
+	JNZ            bf16fix69
 	BYTE $0x62; BYTE $0xc2; BYTE $0x17; BYTE $0x48; BYTE $0x72; BYTE $0xc4 // VCVTNE2PS2BF16 Z12, Z13, Z16
 
-bf16fixed60:
+bf16fixed70:
 	VMOVDQU64      Z16, (CX)(R8*2)
 	VFPCLASSPSZ    $0xa1, Z14, K2
 	VFPCLASSPSZ    $0xa1, Z15, K3
 	KORTESTW       K3, K2
-	JNZ            bf16fix61
+	JNZ            bf16fix71
 	BYTE $0x62; BYTE $0x52; BYTE $0x07; BYTE $0x48; BYTE $0x72; BYTE $0xe6 // VCVTNE2PS2BF16 Z14, Z15, Z12
 
-bf16fixed62:
+bf16fixed72:
 	VMOVDQU64 Z12, 64(CX)(R8*2)
 	ADDQ      $0x00000040, R8
 	CMPQ      R8, R9
 	JLE       scaleloopnoweightahead
 	JMP       scaletail
 
-scaleloopnoweightpf56:
+scaleloopnoweightpf66:
 	PREFETCHT0 (R10)(R8*2)
 	PREFETCHT0 64(R10)(R8*2)
-	JMP        scaleloopnoweightbody57
+	JMP        scaleloopnoweightbody67
 
 scalent:
 	// Ordinary stores up to the first vector-aligned element of dst, then non-temporal ones.
@@ -56518,29 +56703,29 @@ scalehead:
 	VPSLLD         $0x10, Z7, Z7
 	VMULPS         Z6, Z7, Z7
 	TESTL          $0x00000008, job_flags+0(AX)
-	JZ             notrn63
+	JZ             notrn73
 	VFPCLASSPSZ    $0xa1, Z7, K2
 	KORTESTW       K2, K2
-	JNZ            bf16fix64
+	JNZ            bf16fix74
 	BYTE $0x62; BYTE $0x72; BYTE $0x47; BYTE $0x48; BYTE $0x72; BYTE $0xc7 // VCVTNE2PS2BF16 Z7, Z7, Z8
 
-bf16fixed65:
+bf16fixed75:
 	VPERMW.Z Z8, Z3, K1, Z7
 
-notrn63:
+notrn73:
 	TESTQ   SI, SI
-	JZ      noweight66
+	JZ      noweight76
 	VMOVUPS (SI)(R8*4), Z8
 	VADDPS  Z5, Z8, Z8
 	VMULPS  Z8, Z7, Z7
 
-noweight66:
+noweight76:
 	VFPCLASSPSZ    $0xa1, Z7, K2
 	KORTESTW       K2, K2
-	JNZ            bf16fix67
+	JNZ            bf16fix77
 	BYTE $0x62; BYTE $0x72; BYTE $0x47; BYTE $0x48; BYTE $0x72; BYTE $0xc7 // VCVTNE2PS2BF16 Z7, Z7, Z8
 
-bf16fixed68:
+bf16fixed78:
 	VEXTRACTI64X4 $0x00, Z8, (CX)(R8*2)
 	ADDQ          $0x00000010, R8
 	SUBQ          $0x00000010, R10
@@ -56552,10 +56737,10 @@ scaleheadpart:
 scalentgo:
 	MOVQ DI, R10
 	CMPQ job_d+0(AX), $0x00000200
-	JA   longrows69
+	JA   longrows79
 	SHLQ $0x03, R10
 
-longrows69:
+longrows79:
 	ADDQ     DX, R10
 	MOVL     job_flags+0(AX), R11
 	CMPQ     R8, R9
@@ -56575,67 +56760,67 @@ scalentloopahead:
 	VMULPS     Z6, Z10, Z15
 	LEAQ       64(R8), R12
 	CMPQ       R12, R9
-	JG         scalentlooplast70
+	JG         scalentlooplast80
 	VPERMW.Z   128(DX)(R8*2), Z3, K1, Z7
 	VPERMW.Z   128(DX)(R8*2), Z4, K1, Z8
 	VPERMW.Z   192(DX)(R8*2), Z3, K1, Z9
 	VPERMW.Z   192(DX)(R8*2), Z4, K1, Z10
 
-scalentlooplast70:
+scalentlooplast80:
 	TESTL          $0x00000008, job_flags+0(AX)
-	JZ             notrn71
+	JZ             notrn81
 	VFPCLASSPSZ    $0xa1, Z12, K2
 	VFPCLASSPSZ    $0xa1, Z13, K3
 	KORTESTW       K3, K2
-	JNZ            bf16fix72
+	JNZ            bf16fix82
 	BYTE $0x62; BYTE $0xc2; BYTE $0x17; BYTE $0x48; BYTE $0x72; BYTE $0xc4 // VCVTNE2PS2BF16 Z12, Z13, Z16
 
-bf16fixed73:
+bf16fixed83:
 	VPERMW.Z       Z16, Z3, K1, Z12
 	VPERMW.Z       Z16, Z4, K1, Z13
 	VFPCLASSPSZ    $0xa1, Z14, K2
 	VFPCLASSPSZ    $0xa1, Z15, K3
 	KORTESTW       K3, K2
-	JNZ            bf16fix74
+	JNZ            bf16fix84
 	BYTE $0x62; BYTE $0xc2; BYTE $0x07; BYTE $0x48; BYTE $0x72; BYTE $0xc6 // VCVTNE2PS2BF16 Z14, Z15, Z16
 
-bf16fixed75:
+bf16fixed85:
 	VPERMW.Z Z16, Z3, K1, Z14
 	VPERMW.Z Z16, Z4, K1, Z15
 
-notrn71:
+notrn81:
 	TESTQ  SI, SI
-	JZ     weighed77
+	JZ     weighed87
 	TESTL  $0x00000010, R11
-	JNZ    offset76
+	JNZ    offset86
 	VMULPS (SI)(R8*4), Z12, Z12
 	VMULPS 64(SI)(R8*4), Z13, Z13
 	VMULPS 128(SI)(R8*4), Z14, Z14
 	VMULPS 192(SI)(R8*4), Z15, Z15
 
-weighed77:
+weighed87:
 	VFPCLASSPSZ    $0xa1, Z12, K2
 	VFPCLASSPSZ    $0xa1, Z13, K3
 	KORTESTW       K3, K2
-	JNZ            bf16fix78
+	JNZ            bf16fix88
 	BYTE $0x62; BYTE $0xc2; BYTE $0x17; BYTE $0x48; BYTE $0x72; BYTE $0xc4 // VCVTNE2PS2BF16 Z12, Z13, Z16
 
-bf16fixed79:
+bf16fixed89:
 	VMOVNTDQ       Z16, (CX)(R8*2)
 	VFPCLASSPSZ    $0xa1, Z14, K2
 	VFPCLASSPSZ    $0xa1, Z15, K3
 	KORTESTW       K3, K2
-	JNZ            bf16fix80
+	JNZ            bf16fix90
 	BYTE $0x62; BYTE $0x52; BYTE $0x07; BYTE $0x48; BYTE $0x72; BYTE $0xe6 // VCVTNE2PS2BF16 Z14, Z15, Z12
 
-bf16fixed81:
+bf16fixed91:
 	VMOVNTDQ Z12, 64(CX)(R8*2)
 	ADDQ     $0x00000040, R8
 	CMPQ     R8, R9
 	JLE      scalentloopahead
 	JMP      scaletail
 
-offset76:
+offset86:
 	VMOVUPS (SI)(R8*4), Z16
 	VADDPS  Z5, Z16, Z16
 	VMULPS  Z16, Z12, Z12
@@ -56648,7 +56833,7 @@ offset76:
 	VMOVUPS 192(SI)(R8*4), Z16
 	VADDPS  Z5, Z16, Z16
 	VMULPS  Z16, Z15, Z15
-	JMP     weighed77
+	JMP     weighed87
 
 scaletail:
 	ADDQ $0x00000030, R9
@@ -56660,29 +56845,29 @@ scaleone:
 	VPSLLD         $0x10, Z7, Z7
 	VMULPS         Z6, Z7, Z7
 	TESTL          $0x00000008, job_flags+0(AX)
-	JZ             notrn82
+	JZ             notrn92
 	VFPCLASSPSZ    $0xa1, Z7, K2
 	KORTESTW       K2, K2
-	JNZ            bf16fix83
+	JNZ            bf16fix93
 	BYTE $0x62; BYTE $0x72; BYTE $0x47; BYTE $0x48; BYTE $0x72; BYTE $0xc7 // VCVTNE2PS2BF16 Z7, Z7, Z8
 
-bf16fixed84:
+bf16fixed94:
 	VPERMW.Z Z8, Z3, K1, Z7
 
-notrn82:
+notrn92:
 	TESTQ   SI, SI
-	JZ      noweight85
+	JZ      noweight95
 	VMOVUPS (SI)(R8*4), Z8
 	VADDPS  Z5, Z8, Z8
 	VMULPS  Z8, Z7, Z7
 
-noweight85:
+noweight95:
 	VFPCLASSPSZ    $0xa1, Z7, K2
 	KORTESTW       K2, K2
-	JNZ            bf16fix86
+	JNZ            bf16fix96
 	BYTE $0x62; BYTE $0x72; BYTE $0x47; BYTE $0x48; BYTE $0x72; BYTE $0xc7 // VCVTNE2PS2BF16 Z7, Z7, Z8
 
-bf16fixed87:
+bf16fixed97:
 	VEXTRACTI64X4 $0x00, Z8, (CX)(R8*2)
 	ADDQ          $0x00000010, R8
 	JMP           scaleone
@@ -56700,29 +56885,29 @@ partout:
 	VPSLLD         $0x10, Z7, Z7
 	VMULPS         Z7, Z6, Z7
 	TESTL          $0x00000008, job_flags+0(AX)
-	JZ             notrn88
+	JZ             notrn98
 	VFPCLASSPSZ    $0xa1, Z7, K3
 	KORTESTW       K3, K3
-	JNZ            bf16fix89
+	JNZ            bf16fix99
 	BYTE $0x62; BYTE $0x72; BYTE $0x47; BYTE $0x48; BYTE $0x72; BYTE $0xc7 // VCVTNE2PS2BF16 Z7, Z7, Z8
 
-bf16fixed90:
+bf16fixed100:
 	VPERMW.Z Z8, Z3, K1, Z7
 
-notrn88:
+notrn98:
 	TESTQ     SI, SI
-	JZ        noweight91
+	JZ        noweight101
 	VMOVUPS.Z (SI)(R8*4), K2, Z8
 	VADDPS    Z5, Z8, Z8
 	VMULPS    Z8, Z7, Z7
 
-noweight91:
+noweight101:
 	VFPCLASSPSZ    $0xa1, Z7, K3
 	KORTESTW       K3, K3
-	JNZ            bf16fix92
+	JNZ            bf16fix102
 	BYTE $0x62; BYTE $0x72; BYTE $0x47; BYTE $0x48; BYTE $0x72; BYTE $0xc7 // VCVTNE2PS2BF16 Z7, Z7, Z8
 
-bf16fixed93:
+bf16fixed103:
 	VMOVDQU16 Z8, K2, (CX)(R8*2)
 	ADDQ      R10, R8
 	CMPQ      R8, job_d+0(AX)
@@ -56919,7 +57104,7 @@ bf16fix26:
 	VPERMT2W     Z15, Z2, Z14
 	JMP          bf16fixed27
 
-bf16fix37:
+bf16fix47:
 	VPSRLD       $0x10, Z12, Z16
 	VPANDD       Z0, Z16, Z16
 	VPADDD       Z1, Z16, Z16
@@ -56933,9 +57118,9 @@ bf16fix37:
 	VFPCLASSPSZ  $0x81, Z13, K2
 	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z12
 	VPERMT2W     Z12, Z2, Z16
-	JMP          bf16fixed38
+	JMP          bf16fixed48
 
-bf16fix39:
+bf16fix49:
 	VPSRLD       $0x10, Z14, Z16
 	VPANDD       Z0, Z16, Z16
 	VPADDD       Z1, Z16, Z16
@@ -56949,9 +57134,9 @@ bf16fix39:
 	VFPCLASSPSZ  $0x81, Z15, K2
 	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z14
 	VPERMT2W     Z14, Z2, Z16
-	JMP          bf16fixed40
+	JMP          bf16fixed50
 
-bf16fix41:
+bf16fix51:
 	VPSRLD       $0x10, Z12, Z16
 	VPANDD       Z0, Z16, Z16
 	VPADDD       Z1, Z16, Z16
@@ -56965,9 +57150,9 @@ bf16fix41:
 	VFPCLASSPSZ  $0x81, Z13, K2
 	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z12
 	VPERMT2W     Z12, Z2, Z16
-	JMP          bf16fixed42
+	JMP          bf16fixed52
 
-bf16fix43:
+bf16fix53:
 	VPSRLD       $0x10, Z14, Z12
 	VPANDD       Z0, Z12, Z12
 	VPADDD       Z1, Z12, Z12
@@ -56981,9 +57166,9 @@ bf16fix43:
 	VFPCLASSPSZ  $0x81, Z15, K2
 	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z13
 	VPERMT2W     Z13, Z2, Z12
-	JMP          bf16fixed44
+	JMP          bf16fixed54
 
-bf16fix48:
+bf16fix58:
 	VPSRLD       $0x10, Z7, Z12
 	VPANDD       Z0, Z12, Z12
 	VPADDD       Z1, Z12, Z12
@@ -56997,9 +57182,9 @@ bf16fix48:
 	VFPCLASSPSZ  $0x81, Z8, K2
 	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z7
 	VPERMT2W     Z7, Z2, Z12
-	JMP          bf16fixed49
+	JMP          bf16fixed59
 
-bf16fix50:
+bf16fix60:
 	VPSRLD       $0x10, Z9, Z12
 	VPANDD       Z0, Z12, Z12
 	VPADDD       Z1, Z12, Z12
@@ -57013,9 +57198,9 @@ bf16fix50:
 	VFPCLASSPSZ  $0x81, Z10, K2
 	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z9
 	VPERMT2W     Z9, Z2, Z12
-	JMP          bf16fixed51
+	JMP          bf16fixed61
 
-bf16fix52:
+bf16fix62:
 	VPSRLD       $0x10, Z7, Z12
 	VPANDD       Z0, Z12, Z12
 	VPADDD       Z1, Z12, Z12
@@ -57029,9 +57214,9 @@ bf16fix52:
 	VFPCLASSPSZ  $0x81, Z8, K2
 	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z7
 	VPERMT2W     Z7, Z2, Z12
-	JMP          bf16fixed53
+	JMP          bf16fixed63
 
-bf16fix54:
+bf16fix64:
 	VPSRLD       $0x10, Z9, Z7
 	VPANDD       Z0, Z7, Z7
 	VPADDD       Z1, Z7, Z7
@@ -57045,9 +57230,9 @@ bf16fix54:
 	VFPCLASSPSZ  $0x81, Z10, K2
 	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z8
 	VPERMT2W     Z8, Z2, Z7
-	JMP          bf16fixed55
+	JMP          bf16fixed65
 
-bf16fix59:
+bf16fix69:
 	VPSRLD       $0x10, Z12, Z16
 	VPANDD       Z0, Z16, Z16
 	VPADDD       Z1, Z16, Z16
@@ -57061,9 +57246,9 @@ bf16fix59:
 	VFPCLASSPSZ  $0x81, Z13, K2
 	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z12
 	VPERMT2W     Z12, Z2, Z16
-	JMP          bf16fixed60
+	JMP          bf16fixed70
 
-bf16fix61:
+bf16fix71:
 	VPSRLD       $0x10, Z14, Z12
 	VPANDD       Z0, Z12, Z12
 	VPADDD       Z1, Z12, Z12
@@ -57077,9 +57262,9 @@ bf16fix61:
 	VFPCLASSPSZ  $0x81, Z15, K2
 	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z13
 	VPERMT2W     Z13, Z2, Z12
-	JMP          bf16fixed62
+	JMP          bf16fixed72
 
-bf16fix64:
+bf16fix74:
 	VPSRLD       $0x10, Z7, Z8
 	VPANDD       Z0, Z8, Z8
 	VPADDD       Z1, Z8, Z8
@@ -57087,9 +57272,9 @@ bf16fix64:
 	VFPCLASSPSZ  $0x81, Z7, K2
 	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z8
 	VPERMT2W     Z8, Z2, Z8
-	JMP          bf16fixed65
+	JMP          bf16fixed75
 
-bf16fix67:
+bf16fix77:
 	VPSRLD       $0x10, Z7, Z8
 	VPANDD       Z0, Z8, Z8
 	VPADDD       Z1, Z8, Z8
@@ -57097,9 +57282,9 @@ bf16fix67:
 	VFPCLASSPSZ  $0x81, Z7, K2
 	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z8
 	VPERMT2W     Z8, Z2, Z8
-	JMP          bf16fixed68
+	JMP          bf16fixed78
 
-bf16fix72:
+bf16fix82:
 	VPSRLD       $0x10, Z12, Z16
 	VPANDD       Z0, Z16, Z16
 	VPADDD       Z1, Z16, Z16
@@ -57113,9 +57298,9 @@ bf16fix72:
 	VFPCLASSPSZ  $0x81, Z13, K2
 	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z12
 	VPERMT2W     Z12, Z2, Z16
-	JMP          bf16fixed73
+	JMP          bf16fixed83
 
-bf16fix74:
+bf16fix84:
 	VPSRLD       $0x10, Z14, Z16
 	VPANDD       Z0, Z16, Z16
 	VPADDD       Z1, Z16, Z16
@@ -57129,9 +57314,9 @@ bf16fix74:
 	VFPCLASSPSZ  $0x81, Z15, K2
 	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z14
 	VPERMT2W     Z14, Z2, Z16
-	JMP          bf16fixed75
+	JMP          bf16fixed85
 
-bf16fix78:
+bf16fix88:
 	VPSRLD       $0x10, Z12, Z16
 	VPANDD       Z0, Z16, Z16
 	VPADDD       Z1, Z16, Z16
@@ -57145,9 +57330,9 @@ bf16fix78:
 	VFPCLASSPSZ  $0x81, Z13, K2
 	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z12
 	VPERMT2W     Z12, Z2, Z16
-	JMP          bf16fixed79
+	JMP          bf16fixed89
 
-bf16fix80:
+bf16fix90:
 	VPSRLD       $0x10, Z14, Z12
 	VPANDD       Z0, Z12, Z12
 	VPADDD       Z1, Z12, Z12
@@ -57161,9 +57346,9 @@ bf16fix80:
 	VFPCLASSPSZ  $0x81, Z15, K2
 	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z13
 	VPERMT2W     Z13, Z2, Z12
-	JMP          bf16fixed81
+	JMP          bf16fixed91
 
-bf16fix83:
+bf16fix93:
 	VPSRLD       $0x10, Z7, Z8
 	VPANDD       Z0, Z8, Z8
 	VPADDD       Z1, Z8, Z8
@@ -57171,9 +57356,9 @@ bf16fix83:
 	VFPCLASSPSZ  $0x81, Z7, K2
 	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z8
 	VPERMT2W     Z8, Z2, Z8
-	JMP          bf16fixed84
+	JMP          bf16fixed94
 
-bf16fix86:
+bf16fix96:
 	VPSRLD       $0x10, Z7, Z8
 	VPANDD       Z0, Z8, Z8
 	VPADDD       Z1, Z8, Z8
@@ -57181,9 +57366,9 @@ bf16fix86:
 	VFPCLASSPSZ  $0x81, Z7, K2
 	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z8
 	VPERMT2W     Z8, Z2, Z8
-	JMP          bf16fixed87
+	JMP          bf16fixed97
 
-bf16fix89:
+bf16fix99:
 	VPSRLD       $0x10, Z7, Z8
 	VPANDD       Z0, Z8, Z8
 	VPADDD       Z1, Z8, Z8
@@ -57191,9 +57376,9 @@ bf16fix89:
 	VFPCLASSPSZ  $0x81, Z7, K3
 	VPBROADCASTD avx512bfnanhigh<>+0(SB), K3, Z8
 	VPERMT2W     Z8, Z2, Z8
-	JMP          bf16fixed90
+	JMP          bf16fixed100
 
-bf16fix92:
+bf16fix102:
 	VPSRLD       $0x10, Z7, Z8
 	VPANDD       Z0, Z8, Z8
 	VPADDD       Z1, Z8, Z8
@@ -57201,11 +57386,11 @@ bf16fix92:
 	VFPCLASSPSZ  $0x81, Z7, K3
 	VPBROADCASTD avx512bfnanhigh<>+0(SB), K3, Z8
 	VPERMT2W     Z8, Z2, Z8
-	JMP          bf16fixed93
+	JMP          bf16fixed103
 
 // func avx512bf16ForwardToBF16(j uintptr, from int, to int) int
-// Requires: AVX, AVX512BF16, AVX512BW, AVX512DQ, AVX512F, MMX+
-TEXT ·avx512bf16ForwardToBF16(SB), NOSPLIT, $384-32
+// Requires: AVX, AVX512BF16, AVX512BW, AVX512DQ, AVX512F, MMX+, SSE
+TEXT ·avx512bf16ForwardToBF16(SB), NOSPLIT, $392-32
 	// avx512bf16ForwardToBF16 normalizes rows [from, to) of the job: float32 rows into BF16 rows: y = round16((x*inv)*w), round16((x*inv)*(1+w)) with flagOffset, or round16(x*inv) with w nil (with flagRN and a weight, round16(x*inv) in place of (x*inv)), for each row; with res, h = x + res and res = h per element first, and h in place of x.
 	// It stops before the first row that needs the float64 path and returns that row's index, or to.
 	MOVQ  j+0(FP), AX
@@ -57231,11 +57416,21 @@ rowsset:
 	MOVL         $0xaaaaaaaa, R8
 	KMOVD        R8, K1
 
+	// MXCSR's invalid and denormal flags cleared for the rows that read them (bf16flags.go).
+	CMPQ    job_d+0(AX), $0x00000200
+	JBE     mxclear
+	STMXCSR 376(SP)
+	TESTL   $0x00000003, 376(SP)
+	JZ      mxclear
+	ANDL    $0xfffffffc, 376(SP)
+	LDMXCSR 376(SP)
+
+mxclear:
 	// fd = float32(d); rd = 1/d when d is a power of two (a/d is then a*rd exactly), else 0.
 	MOVQ       job_d+0(AX), R8
 	VMOVSS     one<>+0(SB), X5
 	VCVTSI2SSQ R8, X5, X5
-	VMOVSS     X5, 376(SP)
+	VMOVSS     X5, 384(SP)
 	XORL       R10, R10
 	LEAQ       -1(R8), R9
 	TESTQ      R8, R9
@@ -57246,7 +57441,7 @@ rowsset:
 	SHLL       $0x17, R10
 
 notpow2:
-	MOVL         R10, 380(SP)
+	MOVL         R10, 388(SP)
 	VBROADCASTSS one<>+0(SB), Z5
 	TESTL        $0x00000010, job_flags+0(AX)
 	JNZ          weightadd1
@@ -57548,13 +57743,13 @@ invone:
 	VADDPS     Z7, Z6, Z6
 
 	// t = ss/d + eps; rows with t outside [2^-100, MaxFloat32] take the float64 path.
-	CMPL   380(SP), $0x00
+	CMPL   388(SP), $0x00
 	JE     divide2
-	VMULSS 380(SP), X6, X6
+	VMULSS 388(SP), X6, X6
 	JMP    divided3
 
 divide2:
-	VDIVSS 376(SP), X6, X6
+	VDIVSS 384(SP), X6, X6
 
 divided3:
 	VADDSS   job_eps+0(AX), X6, X6
@@ -57598,14 +57793,14 @@ invgroup:
 	VCOMPRESSPS.Z Z7, K2, Z6
 
 	// t = ss/d + eps for the four rows; any t outside [2^-100, MaxFloat32] sends the group to the one-row path.
-	CMPL         380(SP), $0x00
+	CMPL         388(SP), $0x00
 	JE           divide4
-	VBROADCASTSS 380(SP), Z7
+	VBROADCASTSS 388(SP), Z7
 	VMULPS       Z7, Z6, Z6
 	JMP          divided5
 
 divide4:
-	VBROADCASTSS 376(SP), Z7
+	VBROADCASTSS 384(SP), Z7
 	VDIVPS       Z7, Z6, Z6
 
 divided5:
@@ -57657,6 +57852,117 @@ scalebody:
 	JNZ   scalent
 	TESTL $0x00000002, job_flags+0(AX)
 	JNZ   scalepf
+	CMPQ  job_d+0(AX), $0x00000200
+	JBE   scalechecked
+	CMPQ  DX, CX
+	JE    scalechecked
+	TESTQ SI, SI
+	JZ    scalefastloopnoweight
+	TESTL $0x00000010, job_flags+0(AX)
+	JNZ   scalefastloopoffset
+
+	PCALIGN $32
+scalefastloop:
+	CMPQ           R8, R9
+	JG             scalefastdone
+	VMULPS         (DX)(R8*4), Z6, Z7
+	VMULPS         64(DX)(R8*4), Z6, Z8
+	VMULPS         128(DX)(R8*4), Z6, Z9
+	VMULPS         192(DX)(R8*4), Z6, Z10
+	TESTL          $0x00000008, job_flags+0(AX)
+	JZ             notrn6
+	VMAXPS         Z8, Z7, Z12
+	BYTE $0x62; BYTE $0x72; BYTE $0x3f; BYTE $0x48; BYTE $0x72; BYTE $0xc7 // VCVTNE2PS2BF16 Z7, Z8, Z8
+	VPERMW.Z       Z8, Z3, K1, Z7
+	VPERMW.Z       Z8, Z4, K1, Z8
+	VMAXPS         Z10, Z9, Z12
+	BYTE $0x62; BYTE $0x52; BYTE $0x2f; BYTE $0x48; BYTE $0x72; BYTE $0xd1 // VCVTNE2PS2BF16 Z9, Z10, Z10
+	VPERMW.Z       Z10, Z3, K1, Z9
+	VPERMW.Z       Z10, Z4, K1, Z10
+
+notrn6:
+	VMULPS         (SI)(R8*4), Z7, Z7
+	VMULPS         64(SI)(R8*4), Z8, Z8
+	VMAXPS         Z8, Z7, Z12
+	BYTE $0x62; BYTE $0xf2; BYTE $0x3f; BYTE $0x48; BYTE $0x72; BYTE $0xff // VCVTNE2PS2BF16 Z7, Z8, Z7
+	VMOVDQU64      Z7, (CX)(R8*2)
+	VMULPS         128(SI)(R8*4), Z9, Z9
+	VMULPS         192(SI)(R8*4), Z10, Z10
+	VMAXPS         Z10, Z9, Z7
+	BYTE $0x62; BYTE $0xd2; BYTE $0x2f; BYTE $0x48; BYTE $0x72; BYTE $0xf9 // VCVTNE2PS2BF16 Z9, Z10, Z7
+	VMOVDQU64      Z7, 64(CX)(R8*2)
+	ADDQ           $0x00000040, R8
+	JMP            scalefastloop
+
+	PCALIGN $32
+scalefastloopoffset:
+	CMPQ           R8, R9
+	JG             scalefastdone
+	VMULPS         (DX)(R8*4), Z6, Z7
+	VMULPS         64(DX)(R8*4), Z6, Z8
+	VMULPS         128(DX)(R8*4), Z6, Z9
+	VMULPS         192(DX)(R8*4), Z6, Z10
+	TESTL          $0x00000008, job_flags+0(AX)
+	JZ             notrn7
+	VMAXPS         Z8, Z7, Z12
+	BYTE $0x62; BYTE $0x72; BYTE $0x3f; BYTE $0x48; BYTE $0x72; BYTE $0xc7 // VCVTNE2PS2BF16 Z7, Z8, Z8
+	VPERMW.Z       Z8, Z3, K1, Z7
+	VPERMW.Z       Z8, Z4, K1, Z8
+	VMAXPS         Z10, Z9, Z12
+	BYTE $0x62; BYTE $0x52; BYTE $0x2f; BYTE $0x48; BYTE $0x72; BYTE $0xd1 // VCVTNE2PS2BF16 Z9, Z10, Z10
+	VPERMW.Z       Z10, Z3, K1, Z9
+	VPERMW.Z       Z10, Z4, K1, Z10
+
+notrn7:
+	VMOVUPS        (SI)(R8*4), Z12
+	VADDPS         Z5, Z12, Z12
+	VMULPS         Z12, Z7, Z7
+	VMOVUPS        64(SI)(R8*4), Z12
+	VADDPS         Z5, Z12, Z12
+	VMULPS         Z12, Z8, Z8
+	VMAXPS         Z8, Z7, Z12
+	BYTE $0x62; BYTE $0xf2; BYTE $0x3f; BYTE $0x48; BYTE $0x72; BYTE $0xff // VCVTNE2PS2BF16 Z7, Z8, Z7
+	VMOVDQU64      Z7, (CX)(R8*2)
+	VMOVUPS        128(SI)(R8*4), Z7
+	VADDPS         Z5, Z7, Z7
+	VMULPS         Z7, Z9, Z9
+	VMOVUPS        192(SI)(R8*4), Z7
+	VADDPS         Z5, Z7, Z7
+	VMULPS         Z7, Z10, Z10
+	VMAXPS         Z10, Z9, Z7
+	BYTE $0x62; BYTE $0xd2; BYTE $0x2f; BYTE $0x48; BYTE $0x72; BYTE $0xf9 // VCVTNE2PS2BF16 Z9, Z10, Z7
+	VMOVDQU64      Z7, 64(CX)(R8*2)
+	ADDQ           $0x00000040, R8
+	JMP            scalefastloopoffset
+
+	PCALIGN $32
+scalefastloopnoweight:
+	CMPQ           R8, R9
+	JG             scalefastdone
+	VMULPS         (DX)(R8*4), Z6, Z7
+	VMULPS         64(DX)(R8*4), Z6, Z8
+	VMULPS         128(DX)(R8*4), Z6, Z9
+	VMULPS         192(DX)(R8*4), Z6, Z10
+	VMAXPS         Z8, Z7, Z12
+	BYTE $0x62; BYTE $0xf2; BYTE $0x3f; BYTE $0x48; BYTE $0x72; BYTE $0xff // VCVTNE2PS2BF16 Z7, Z8, Z7
+	VMOVDQU64      Z7, (CX)(R8*2)
+	VMAXPS         Z10, Z9, Z7
+	BYTE $0x62; BYTE $0xd2; BYTE $0x2f; BYTE $0x48; BYTE $0x72; BYTE $0xf9 // VCVTNE2PS2BF16 Z9, Z10, Z7
+	VMOVDQU64      Z7, 64(CX)(R8*2)
+	ADDQ           $0x00000040, R8
+	JMP            scalefastloopnoweight
+
+scalefastdone:
+	STMXCSR 376(SP)
+	TESTL   $0x00000003, 376(SP)
+	JZ      scaletail
+
+	// A NaN or a subnormal among the lanes narrowed, or one before them: the row again, classified.
+	ANDL    $0xfffffffc, 376(SP)
+	LDMXCSR 376(SP)
+	XORQ    R8, R8
+
+scalechecked:
 	TESTQ SI, SI
 	JZ    scaleloopnoweight
 	TESTL $0x00000010, job_flags+0(AX)
@@ -57671,46 +57977,46 @@ scaleloop:
 	VMULPS         128(DX)(R8*4), Z6, Z9
 	VMULPS         192(DX)(R8*4), Z6, Z10
 	TESTL          $0x00000008, job_flags+0(AX)
-	JZ             notrn6
+	JZ             notrn8
 	VFPCLASSPSZ    $0xa1, Z7, K2
 	VFPCLASSPSZ    $0xa1, Z8, K3
 	KORTESTW       K3, K2
-	JNZ            bf16fix7
+	JNZ            bf16fix9
 	BYTE $0x62; BYTE $0x72; BYTE $0x3f; BYTE $0x48; BYTE $0x72; BYTE $0xe7 // VCVTNE2PS2BF16 Z7, Z8, Z12
 
-bf16fixed8:
+bf16fixed10:
 	VPERMW.Z       Z12, Z3, K1, Z7
 	VPERMW.Z       Z12, Z4, K1, Z8
 	VFPCLASSPSZ    $0xa1, Z9, K2
 	VFPCLASSPSZ    $0xa1, Z10, K3
 	KORTESTW       K3, K2
-	JNZ            bf16fix9
+	JNZ            bf16fix11
 	BYTE $0x62; BYTE $0x52; BYTE $0x2f; BYTE $0x48; BYTE $0x72; BYTE $0xe1 // VCVTNE2PS2BF16 Z9, Z10, Z12
 
-bf16fixed10:
+bf16fixed12:
 	VPERMW.Z Z12, Z3, K1, Z9
 	VPERMW.Z Z12, Z4, K1, Z10
 
-notrn6:
+notrn8:
 	VMULPS         (SI)(R8*4), Z7, Z7
 	VMULPS         64(SI)(R8*4), Z8, Z8
 	VFPCLASSPSZ    $0xa1, Z7, K2
 	VFPCLASSPSZ    $0xa1, Z8, K3
 	KORTESTW       K3, K2
-	JNZ            bf16fix11
+	JNZ            bf16fix13
 	BYTE $0x62; BYTE $0x72; BYTE $0x3f; BYTE $0x48; BYTE $0x72; BYTE $0xe7 // VCVTNE2PS2BF16 Z7, Z8, Z12
 
-bf16fixed12:
+bf16fixed14:
 	VMOVDQU64      Z12, (CX)(R8*2)
 	VMULPS         128(SI)(R8*4), Z9, Z9
 	VMULPS         192(SI)(R8*4), Z10, Z10
 	VFPCLASSPSZ    $0xa1, Z9, K2
 	VFPCLASSPSZ    $0xa1, Z10, K3
 	KORTESTW       K3, K2
-	JNZ            bf16fix13
+	JNZ            bf16fix15
 	BYTE $0x62; BYTE $0xd2; BYTE $0x2f; BYTE $0x48; BYTE $0x72; BYTE $0xf9 // VCVTNE2PS2BF16 Z9, Z10, Z7
 
-bf16fixed14:
+bf16fixed16:
 	VMOVDQU64 Z7, 64(CX)(R8*2)
 	ADDQ      $0x00000040, R8
 	JMP       scaleloop
@@ -57724,27 +58030,27 @@ scaleloopoffset:
 	VMULPS         128(DX)(R8*4), Z6, Z9
 	VMULPS         192(DX)(R8*4), Z6, Z10
 	TESTL          $0x00000008, job_flags+0(AX)
-	JZ             notrn15
+	JZ             notrn17
 	VFPCLASSPSZ    $0xa1, Z7, K2
 	VFPCLASSPSZ    $0xa1, Z8, K3
 	KORTESTW       K3, K2
-	JNZ            bf16fix16
+	JNZ            bf16fix18
 	BYTE $0x62; BYTE $0x72; BYTE $0x3f; BYTE $0x48; BYTE $0x72; BYTE $0xe7 // VCVTNE2PS2BF16 Z7, Z8, Z12
 
-bf16fixed17:
+bf16fixed19:
 	VPERMW.Z       Z12, Z3, K1, Z7
 	VPERMW.Z       Z12, Z4, K1, Z8
 	VFPCLASSPSZ    $0xa1, Z9, K2
 	VFPCLASSPSZ    $0xa1, Z10, K3
 	KORTESTW       K3, K2
-	JNZ            bf16fix18
+	JNZ            bf16fix20
 	BYTE $0x62; BYTE $0x52; BYTE $0x2f; BYTE $0x48; BYTE $0x72; BYTE $0xe1 // VCVTNE2PS2BF16 Z9, Z10, Z12
 
-bf16fixed19:
+bf16fixed21:
 	VPERMW.Z Z12, Z3, K1, Z9
 	VPERMW.Z Z12, Z4, K1, Z10
 
-notrn15:
+notrn17:
 	VMOVUPS        (SI)(R8*4), Z12
 	VADDPS         Z5, Z12, Z12
 	VMULPS         Z12, Z7, Z7
@@ -57754,10 +58060,10 @@ notrn15:
 	VFPCLASSPSZ    $0xa1, Z7, K2
 	VFPCLASSPSZ    $0xa1, Z8, K3
 	KORTESTW       K3, K2
-	JNZ            bf16fix20
+	JNZ            bf16fix22
 	BYTE $0x62; BYTE $0x72; BYTE $0x3f; BYTE $0x48; BYTE $0x72; BYTE $0xe7 // VCVTNE2PS2BF16 Z7, Z8, Z12
 
-bf16fixed21:
+bf16fixed23:
 	VMOVDQU64      Z12, (CX)(R8*2)
 	VMOVUPS        128(SI)(R8*4), Z7
 	VADDPS         Z5, Z7, Z7
@@ -57768,10 +58074,10 @@ bf16fixed21:
 	VFPCLASSPSZ    $0xa1, Z9, K2
 	VFPCLASSPSZ    $0xa1, Z10, K3
 	KORTESTW       K3, K2
-	JNZ            bf16fix22
+	JNZ            bf16fix24
 	BYTE $0x62; BYTE $0xd2; BYTE $0x2f; BYTE $0x48; BYTE $0x72; BYTE $0xf9 // VCVTNE2PS2BF16 Z9, Z10, Z7
 
-bf16fixed23:
+bf16fixed25:
 	VMOVDQU64 Z7, 64(CX)(R8*2)
 	ADDQ      $0x00000040, R8
 	JMP       scaleloopoffset
@@ -57787,18 +58093,18 @@ scaleloopnoweight:
 	VFPCLASSPSZ    $0xa1, Z7, K2
 	VFPCLASSPSZ    $0xa1, Z8, K3
 	KORTESTW       K3, K2
-	JNZ            bf16fix24
+	JNZ            bf16fix26
 	BYTE $0x62; BYTE $0x72; BYTE $0x3f; BYTE $0x48; BYTE $0x72; BYTE $0xe7 // VCVTNE2PS2BF16 Z7, Z8, Z12
 
-bf16fixed25:
+bf16fixed27:
 	VMOVDQU64      Z12, (CX)(R8*2)
 	VFPCLASSPSZ    $0xa1, Z9, K2
 	VFPCLASSPSZ    $0xa1, Z10, K3
 	KORTESTW       K3, K2
-	JNZ            bf16fix26
+	JNZ            bf16fix28
 	BYTE $0x62; BYTE $0xd2; BYTE $0x2f; BYTE $0x48; BYTE $0x72; BYTE $0xf9 // VCVTNE2PS2BF16 Z9, Z10, Z7
 
-bf16fixed27:
+bf16fixed29:
 	VMOVDQU64 Z7, 64(CX)(R8*2)
 	ADDQ      $0x00000040, R8
 	JMP       scaleloopnoweight
@@ -57806,10 +58112,10 @@ bf16fixed27:
 scalepf:
 	MOVQ DI, R10
 	CMPQ job_d+0(AX), $0x00000200
-	JA   longrows28
+	JA   longrows30
 	SHLQ $0x03, R10
 
-longrows28:
+longrows30:
 	ADDQ  DX, R10
 	TESTQ SI, SI
 	JZ    scalepfloopnoweight
@@ -57829,46 +58135,46 @@ scalepfloop:
 	VMULPS         128(DX)(R8*4), Z6, Z9
 	VMULPS         192(DX)(R8*4), Z6, Z10
 	TESTL          $0x00000008, job_flags+0(AX)
-	JZ             notrn29
+	JZ             notrn31
 	VFPCLASSPSZ    $0xa1, Z7, K2
 	VFPCLASSPSZ    $0xa1, Z8, K3
 	KORTESTW       K3, K2
-	JNZ            bf16fix30
+	JNZ            bf16fix32
 	BYTE $0x62; BYTE $0x72; BYTE $0x3f; BYTE $0x48; BYTE $0x72; BYTE $0xe7 // VCVTNE2PS2BF16 Z7, Z8, Z12
 
-bf16fixed31:
+bf16fixed33:
 	VPERMW.Z       Z12, Z3, K1, Z7
 	VPERMW.Z       Z12, Z4, K1, Z8
 	VFPCLASSPSZ    $0xa1, Z9, K2
 	VFPCLASSPSZ    $0xa1, Z10, K3
 	KORTESTW       K3, K2
-	JNZ            bf16fix32
+	JNZ            bf16fix34
 	BYTE $0x62; BYTE $0x52; BYTE $0x2f; BYTE $0x48; BYTE $0x72; BYTE $0xe1 // VCVTNE2PS2BF16 Z9, Z10, Z12
 
-bf16fixed33:
+bf16fixed35:
 	VPERMW.Z Z12, Z3, K1, Z9
 	VPERMW.Z Z12, Z4, K1, Z10
 
-notrn29:
+notrn31:
 	VMULPS         (SI)(R8*4), Z7, Z7
 	VMULPS         64(SI)(R8*4), Z8, Z8
 	VFPCLASSPSZ    $0xa1, Z7, K2
 	VFPCLASSPSZ    $0xa1, Z8, K3
 	KORTESTW       K3, K2
-	JNZ            bf16fix34
+	JNZ            bf16fix36
 	BYTE $0x62; BYTE $0x72; BYTE $0x3f; BYTE $0x48; BYTE $0x72; BYTE $0xe7 // VCVTNE2PS2BF16 Z7, Z8, Z12
 
-bf16fixed35:
+bf16fixed37:
 	VMOVDQU64      Z12, (CX)(R8*2)
 	VMULPS         128(SI)(R8*4), Z9, Z9
 	VMULPS         192(SI)(R8*4), Z10, Z10
 	VFPCLASSPSZ    $0xa1, Z9, K2
 	VFPCLASSPSZ    $0xa1, Z10, K3
 	KORTESTW       K3, K2
-	JNZ            bf16fix36
+	JNZ            bf16fix38
 	BYTE $0x62; BYTE $0xd2; BYTE $0x2f; BYTE $0x48; BYTE $0x72; BYTE $0xf9 // VCVTNE2PS2BF16 Z9, Z10, Z7
 
-bf16fixed37:
+bf16fixed39:
 	VMOVDQU64 Z7, 64(CX)(R8*2)
 	ADDQ      $0x00000040, R8
 	JMP       scalepfloop
@@ -57886,27 +58192,27 @@ scalepfloopoffset:
 	VMULPS         128(DX)(R8*4), Z6, Z9
 	VMULPS         192(DX)(R8*4), Z6, Z10
 	TESTL          $0x00000008, job_flags+0(AX)
-	JZ             notrn38
+	JZ             notrn40
 	VFPCLASSPSZ    $0xa1, Z7, K2
 	VFPCLASSPSZ    $0xa1, Z8, K3
 	KORTESTW       K3, K2
-	JNZ            bf16fix39
+	JNZ            bf16fix41
 	BYTE $0x62; BYTE $0x72; BYTE $0x3f; BYTE $0x48; BYTE $0x72; BYTE $0xe7 // VCVTNE2PS2BF16 Z7, Z8, Z12
 
-bf16fixed40:
+bf16fixed42:
 	VPERMW.Z       Z12, Z3, K1, Z7
 	VPERMW.Z       Z12, Z4, K1, Z8
 	VFPCLASSPSZ    $0xa1, Z9, K2
 	VFPCLASSPSZ    $0xa1, Z10, K3
 	KORTESTW       K3, K2
-	JNZ            bf16fix41
+	JNZ            bf16fix43
 	BYTE $0x62; BYTE $0x52; BYTE $0x2f; BYTE $0x48; BYTE $0x72; BYTE $0xe1 // VCVTNE2PS2BF16 Z9, Z10, Z12
 
-bf16fixed42:
+bf16fixed44:
 	VPERMW.Z Z12, Z3, K1, Z9
 	VPERMW.Z Z12, Z4, K1, Z10
 
-notrn38:
+notrn40:
 	VMOVUPS        (SI)(R8*4), Z12
 	VADDPS         Z5, Z12, Z12
 	VMULPS         Z12, Z7, Z7
@@ -57916,10 +58222,10 @@ notrn38:
 	VFPCLASSPSZ    $0xa1, Z7, K2
 	VFPCLASSPSZ    $0xa1, Z8, K3
 	KORTESTW       K3, K2
-	JNZ            bf16fix43
+	JNZ            bf16fix45
 	BYTE $0x62; BYTE $0x72; BYTE $0x3f; BYTE $0x48; BYTE $0x72; BYTE $0xe7 // VCVTNE2PS2BF16 Z7, Z8, Z12
 
-bf16fixed44:
+bf16fixed46:
 	VMOVDQU64      Z12, (CX)(R8*2)
 	VMOVUPS        128(SI)(R8*4), Z7
 	VADDPS         Z5, Z7, Z7
@@ -57930,10 +58236,10 @@ bf16fixed44:
 	VFPCLASSPSZ    $0xa1, Z9, K2
 	VFPCLASSPSZ    $0xa1, Z10, K3
 	KORTESTW       K3, K2
-	JNZ            bf16fix45
+	JNZ            bf16fix47
 	BYTE $0x62; BYTE $0xd2; BYTE $0x2f; BYTE $0x48; BYTE $0x72; BYTE $0xf9 // VCVTNE2PS2BF16 Z9, Z10, Z7
 
-bf16fixed46:
+bf16fixed48:
 	VMOVDQU64 Z7, 64(CX)(R8*2)
 	ADDQ      $0x00000040, R8
 	JMP       scalepfloopoffset
@@ -57953,18 +58259,18 @@ scalepfloopnoweight:
 	VFPCLASSPSZ    $0xa1, Z7, K2
 	VFPCLASSPSZ    $0xa1, Z8, K3
 	KORTESTW       K3, K2
-	JNZ            bf16fix47
+	JNZ            bf16fix49
 	BYTE $0x62; BYTE $0x72; BYTE $0x3f; BYTE $0x48; BYTE $0x72; BYTE $0xe7 // VCVTNE2PS2BF16 Z7, Z8, Z12
 
-bf16fixed48:
+bf16fixed50:
 	VMOVDQU64      Z12, (CX)(R8*2)
 	VFPCLASSPSZ    $0xa1, Z9, K2
 	VFPCLASSPSZ    $0xa1, Z10, K3
 	KORTESTW       K3, K2
-	JNZ            bf16fix49
+	JNZ            bf16fix51
 	BYTE $0x62; BYTE $0xd2; BYTE $0x2f; BYTE $0x48; BYTE $0x72; BYTE $0xf9 // VCVTNE2PS2BF16 Z9, Z10, Z7
 
-bf16fixed50:
+bf16fixed52:
 	VMOVDQU64 Z7, 64(CX)(R8*2)
 	ADDQ      $0x00000040, R8
 	JMP       scalepfloopnoweight
@@ -57985,29 +58291,29 @@ scalehead:
 	JB             scaleheadpart
 	VMULPS         (DX)(R8*4), Z6, Z7
 	TESTL          $0x00000008, job_flags+0(AX)
-	JZ             notrn51
+	JZ             notrn53
 	VFPCLASSPSZ    $0xa1, Z7, K2
 	KORTESTW       K2, K2
-	JNZ            bf16fix52
+	JNZ            bf16fix54
 	BYTE $0x62; BYTE $0x72; BYTE $0x47; BYTE $0x48; BYTE $0x72; BYTE $0xc7 // VCVTNE2PS2BF16 Z7, Z7, Z8
 
-bf16fixed53:
+bf16fixed55:
 	VPERMW.Z Z8, Z3, K1, Z7
 
-notrn51:
+notrn53:
 	TESTQ   SI, SI
-	JZ      noweight54
+	JZ      noweight56
 	VMOVUPS (SI)(R8*4), Z8
 	VADDPS  Z5, Z8, Z8
 	VMULPS  Z8, Z7, Z7
 
-noweight54:
+noweight56:
 	VFPCLASSPSZ    $0xa1, Z7, K2
 	KORTESTW       K2, K2
-	JNZ            bf16fix55
+	JNZ            bf16fix57
 	BYTE $0x62; BYTE $0x72; BYTE $0x47; BYTE $0x48; BYTE $0x72; BYTE $0xc7 // VCVTNE2PS2BF16 Z7, Z7, Z8
 
-bf16fixed56:
+bf16fixed58:
 	VEXTRACTI64X4 $0x00, Z8, (CX)(R8*2)
 	ADDQ          $0x00000010, R8
 	SUBQ          $0x00000010, R10
@@ -58019,10 +58325,10 @@ scaleheadpart:
 scalentgo:
 	MOVQ DI, R10
 	CMPQ job_d+0(AX), $0x00000200
-	JA   longrows57
+	JA   longrows59
 	SHLQ $0x03, R10
 
-longrows57:
+longrows59:
 	MOVQ  BX, R12
 	ADDQ  R10, R12
 	XORL  R11, R11
@@ -58048,58 +58354,58 @@ scalentloop:
 	PREFETCHT0 128(R10)(R8*4)
 	PREFETCHT0 192(R10)(R8*4)
 	TESTQ      R12, R12
-	JZ         noadd58
+	JZ         noadd60
 	PREFETCHT0 (R12)(R8*4)
 	PREFETCHT0 64(R12)(R8*4)
 	PREFETCHT0 128(R12)(R8*4)
 	PREFETCHT0 192(R12)(R8*4)
 
-noadd58:
+noadd60:
 	VMULPS         (DX)(R8*4), Z6, Z7
 	VMULPS         64(DX)(R8*4), Z6, Z8
 	VMULPS         128(DX)(R8*4), Z6, Z9
 	VMULPS         192(DX)(R8*4), Z6, Z10
 	TESTL          $0x00000008, job_flags+0(AX)
-	JZ             notrn59
+	JZ             notrn61
 	VFPCLASSPSZ    $0xa1, Z7, K2
 	VFPCLASSPSZ    $0xa1, Z8, K3
 	KORTESTW       K3, K2
-	JNZ            bf16fix60
+	JNZ            bf16fix62
 	BYTE $0x62; BYTE $0x72; BYTE $0x3f; BYTE $0x48; BYTE $0x72; BYTE $0xe7 // VCVTNE2PS2BF16 Z7, Z8, Z12
 
-bf16fixed61:
+bf16fixed63:
 	VPERMW.Z       Z12, Z3, K1, Z7
 	VPERMW.Z       Z12, Z4, K1, Z8
 	VFPCLASSPSZ    $0xa1, Z9, K2
 	VFPCLASSPSZ    $0xa1, Z10, K3
 	KORTESTW       K3, K2
-	JNZ            bf16fix62
+	JNZ            bf16fix64
 	BYTE $0x62; BYTE $0x52; BYTE $0x2f; BYTE $0x48; BYTE $0x72; BYTE $0xe1 // VCVTNE2PS2BF16 Z9, Z10, Z12
 
-bf16fixed63:
+bf16fixed65:
 	VPERMW.Z Z12, Z3, K1, Z9
 	VPERMW.Z Z12, Z4, K1, Z10
 
-notrn59:
+notrn61:
 	VMULPS         (SI)(R8*4), Z7, Z7
 	VMULPS         64(SI)(R8*4), Z8, Z8
 	VFPCLASSPSZ    $0xa1, Z7, K2
 	VFPCLASSPSZ    $0xa1, Z8, K3
 	KORTESTW       K3, K2
-	JNZ            bf16fix64
+	JNZ            bf16fix66
 	BYTE $0x62; BYTE $0x72; BYTE $0x3f; BYTE $0x48; BYTE $0x72; BYTE $0xe7 // VCVTNE2PS2BF16 Z7, Z8, Z12
 
-bf16fixed65:
+bf16fixed67:
 	VMOVNTDQ       Z12, (CX)(R8*2)
 	VMULPS         128(SI)(R8*4), Z9, Z9
 	VMULPS         192(SI)(R8*4), Z10, Z10
 	VFPCLASSPSZ    $0xa1, Z9, K2
 	VFPCLASSPSZ    $0xa1, Z10, K3
 	KORTESTW       K3, K2
-	JNZ            bf16fix66
+	JNZ            bf16fix68
 	BYTE $0x62; BYTE $0xd2; BYTE $0x2f; BYTE $0x48; BYTE $0x72; BYTE $0xf9 // VCVTNE2PS2BF16 Z9, Z10, Z7
 
-bf16fixed67:
+bf16fixed69:
 	VMOVNTDQ Z7, 64(CX)(R8*2)
 	ADDQ     $0x00000040, R8
 	JMP      scalentloop
@@ -58113,39 +58419,39 @@ scalentloopoffset:
 	PREFETCHT0 128(R10)(R8*4)
 	PREFETCHT0 192(R10)(R8*4)
 	TESTQ      R12, R12
-	JZ         noadd68
+	JZ         noadd70
 	PREFETCHT0 (R12)(R8*4)
 	PREFETCHT0 64(R12)(R8*4)
 	PREFETCHT0 128(R12)(R8*4)
 	PREFETCHT0 192(R12)(R8*4)
 
-noadd68:
+noadd70:
 	VMULPS         (DX)(R8*4), Z6, Z7
 	VMULPS         64(DX)(R8*4), Z6, Z8
 	VMULPS         128(DX)(R8*4), Z6, Z9
 	VMULPS         192(DX)(R8*4), Z6, Z10
 	TESTL          $0x00000008, job_flags+0(AX)
-	JZ             notrn69
+	JZ             notrn71
 	VFPCLASSPSZ    $0xa1, Z7, K2
 	VFPCLASSPSZ    $0xa1, Z8, K3
 	KORTESTW       K3, K2
-	JNZ            bf16fix70
+	JNZ            bf16fix72
 	BYTE $0x62; BYTE $0x72; BYTE $0x3f; BYTE $0x48; BYTE $0x72; BYTE $0xe7 // VCVTNE2PS2BF16 Z7, Z8, Z12
 
-bf16fixed71:
+bf16fixed73:
 	VPERMW.Z       Z12, Z3, K1, Z7
 	VPERMW.Z       Z12, Z4, K1, Z8
 	VFPCLASSPSZ    $0xa1, Z9, K2
 	VFPCLASSPSZ    $0xa1, Z10, K3
 	KORTESTW       K3, K2
-	JNZ            bf16fix72
+	JNZ            bf16fix74
 	BYTE $0x62; BYTE $0x52; BYTE $0x2f; BYTE $0x48; BYTE $0x72; BYTE $0xe1 // VCVTNE2PS2BF16 Z9, Z10, Z12
 
-bf16fixed73:
+bf16fixed75:
 	VPERMW.Z Z12, Z3, K1, Z9
 	VPERMW.Z Z12, Z4, K1, Z10
 
-notrn69:
+notrn71:
 	VMOVUPS        (SI)(R8*4), Z12
 	VADDPS         Z5, Z12, Z12
 	VMULPS         Z12, Z7, Z7
@@ -58155,10 +58461,10 @@ notrn69:
 	VFPCLASSPSZ    $0xa1, Z7, K2
 	VFPCLASSPSZ    $0xa1, Z8, K3
 	KORTESTW       K3, K2
-	JNZ            bf16fix74
+	JNZ            bf16fix76
 	BYTE $0x62; BYTE $0x72; BYTE $0x3f; BYTE $0x48; BYTE $0x72; BYTE $0xe7 // VCVTNE2PS2BF16 Z7, Z8, Z12
 
-bf16fixed75:
+bf16fixed77:
 	VMOVNTDQ       Z12, (CX)(R8*2)
 	VMOVUPS        128(SI)(R8*4), Z7
 	VADDPS         Z5, Z7, Z7
@@ -58169,10 +58475,10 @@ bf16fixed75:
 	VFPCLASSPSZ    $0xa1, Z9, K2
 	VFPCLASSPSZ    $0xa1, Z10, K3
 	KORTESTW       K3, K2
-	JNZ            bf16fix76
+	JNZ            bf16fix78
 	BYTE $0x62; BYTE $0xd2; BYTE $0x2f; BYTE $0x48; BYTE $0x72; BYTE $0xf9 // VCVTNE2PS2BF16 Z9, Z10, Z7
 
-bf16fixed77:
+bf16fixed79:
 	VMOVNTDQ Z7, 64(CX)(R8*2)
 	ADDQ     $0x00000040, R8
 	JMP      scalentloopoffset
@@ -58186,13 +58492,13 @@ scalentloopnoweight:
 	PREFETCHT0 128(R10)(R8*4)
 	PREFETCHT0 192(R10)(R8*4)
 	TESTQ      R12, R12
-	JZ         noadd78
+	JZ         noadd80
 	PREFETCHT0 (R12)(R8*4)
 	PREFETCHT0 64(R12)(R8*4)
 	PREFETCHT0 128(R12)(R8*4)
 	PREFETCHT0 192(R12)(R8*4)
 
-noadd78:
+noadd80:
 	VMULPS         (DX)(R8*4), Z6, Z7
 	VMULPS         64(DX)(R8*4), Z6, Z8
 	VMULPS         128(DX)(R8*4), Z6, Z9
@@ -58200,18 +58506,18 @@ noadd78:
 	VFPCLASSPSZ    $0xa1, Z7, K2
 	VFPCLASSPSZ    $0xa1, Z8, K3
 	KORTESTW       K3, K2
-	JNZ            bf16fix79
+	JNZ            bf16fix81
 	BYTE $0x62; BYTE $0x72; BYTE $0x3f; BYTE $0x48; BYTE $0x72; BYTE $0xe7 // VCVTNE2PS2BF16 Z7, Z8, Z12
 
-bf16fixed80:
+bf16fixed82:
 	VMOVNTDQ       Z12, (CX)(R8*2)
 	VFPCLASSPSZ    $0xa1, Z9, K2
 	VFPCLASSPSZ    $0xa1, Z10, K3
 	KORTESTW       K3, K2
-	JNZ            bf16fix81
+	JNZ            bf16fix83
 	BYTE $0x62; BYTE $0xd2; BYTE $0x2f; BYTE $0x48; BYTE $0x72; BYTE $0xf9 // VCVTNE2PS2BF16 Z9, Z10, Z7
 
-bf16fixed82:
+bf16fixed84:
 	VMOVNTDQ Z7, 64(CX)(R8*2)
 	ADDQ     $0x00000040, R8
 	JMP      scalentloopnoweight
@@ -58231,46 +58537,46 @@ scalenthwloop:
 	VMULPS         128(DX)(R8*4), Z6, Z9
 	VMULPS         192(DX)(R8*4), Z6, Z10
 	TESTL          $0x00000008, job_flags+0(AX)
-	JZ             notrn83
+	JZ             notrn85
 	VFPCLASSPSZ    $0xa1, Z7, K2
 	VFPCLASSPSZ    $0xa1, Z8, K3
 	KORTESTW       K3, K2
-	JNZ            bf16fix84
+	JNZ            bf16fix86
 	BYTE $0x62; BYTE $0x72; BYTE $0x3f; BYTE $0x48; BYTE $0x72; BYTE $0xe7 // VCVTNE2PS2BF16 Z7, Z8, Z12
 
-bf16fixed85:
+bf16fixed87:
 	VPERMW.Z       Z12, Z3, K1, Z7
 	VPERMW.Z       Z12, Z4, K1, Z8
 	VFPCLASSPSZ    $0xa1, Z9, K2
 	VFPCLASSPSZ    $0xa1, Z10, K3
 	KORTESTW       K3, K2
-	JNZ            bf16fix86
+	JNZ            bf16fix88
 	BYTE $0x62; BYTE $0x52; BYTE $0x2f; BYTE $0x48; BYTE $0x72; BYTE $0xe1 // VCVTNE2PS2BF16 Z9, Z10, Z12
 
-bf16fixed87:
+bf16fixed89:
 	VPERMW.Z Z12, Z3, K1, Z9
 	VPERMW.Z Z12, Z4, K1, Z10
 
-notrn83:
+notrn85:
 	VMULPS         (SI)(R8*4), Z7, Z7
 	VMULPS         64(SI)(R8*4), Z8, Z8
 	VFPCLASSPSZ    $0xa1, Z7, K2
 	VFPCLASSPSZ    $0xa1, Z8, K3
 	KORTESTW       K3, K2
-	JNZ            bf16fix88
+	JNZ            bf16fix90
 	BYTE $0x62; BYTE $0x72; BYTE $0x3f; BYTE $0x48; BYTE $0x72; BYTE $0xe7 // VCVTNE2PS2BF16 Z7, Z8, Z12
 
-bf16fixed89:
+bf16fixed91:
 	VMOVNTDQ       Z12, (CX)(R8*2)
 	VMULPS         128(SI)(R8*4), Z9, Z9
 	VMULPS         192(SI)(R8*4), Z10, Z10
 	VFPCLASSPSZ    $0xa1, Z9, K2
 	VFPCLASSPSZ    $0xa1, Z10, K3
 	KORTESTW       K3, K2
-	JNZ            bf16fix90
+	JNZ            bf16fix92
 	BYTE $0x62; BYTE $0xd2; BYTE $0x2f; BYTE $0x48; BYTE $0x72; BYTE $0xf9 // VCVTNE2PS2BF16 Z9, Z10, Z7
 
-bf16fixed91:
+bf16fixed93:
 	VMOVNTDQ Z7, 64(CX)(R8*2)
 	ADDQ     $0x00000040, R8
 	JMP      scalenthwloop
@@ -58284,27 +58590,27 @@ scalenthwloopoffset:
 	VMULPS         128(DX)(R8*4), Z6, Z9
 	VMULPS         192(DX)(R8*4), Z6, Z10
 	TESTL          $0x00000008, job_flags+0(AX)
-	JZ             notrn92
+	JZ             notrn94
 	VFPCLASSPSZ    $0xa1, Z7, K2
 	VFPCLASSPSZ    $0xa1, Z8, K3
 	KORTESTW       K3, K2
-	JNZ            bf16fix93
+	JNZ            bf16fix95
 	BYTE $0x62; BYTE $0x72; BYTE $0x3f; BYTE $0x48; BYTE $0x72; BYTE $0xe7 // VCVTNE2PS2BF16 Z7, Z8, Z12
 
-bf16fixed94:
+bf16fixed96:
 	VPERMW.Z       Z12, Z3, K1, Z7
 	VPERMW.Z       Z12, Z4, K1, Z8
 	VFPCLASSPSZ    $0xa1, Z9, K2
 	VFPCLASSPSZ    $0xa1, Z10, K3
 	KORTESTW       K3, K2
-	JNZ            bf16fix95
+	JNZ            bf16fix97
 	BYTE $0x62; BYTE $0x52; BYTE $0x2f; BYTE $0x48; BYTE $0x72; BYTE $0xe1 // VCVTNE2PS2BF16 Z9, Z10, Z12
 
-bf16fixed96:
+bf16fixed98:
 	VPERMW.Z Z12, Z3, K1, Z9
 	VPERMW.Z Z12, Z4, K1, Z10
 
-notrn92:
+notrn94:
 	VMOVUPS        (SI)(R8*4), Z12
 	VADDPS         Z5, Z12, Z12
 	VMULPS         Z12, Z7, Z7
@@ -58314,10 +58620,10 @@ notrn92:
 	VFPCLASSPSZ    $0xa1, Z7, K2
 	VFPCLASSPSZ    $0xa1, Z8, K3
 	KORTESTW       K3, K2
-	JNZ            bf16fix97
+	JNZ            bf16fix99
 	BYTE $0x62; BYTE $0x72; BYTE $0x3f; BYTE $0x48; BYTE $0x72; BYTE $0xe7 // VCVTNE2PS2BF16 Z7, Z8, Z12
 
-bf16fixed98:
+bf16fixed100:
 	VMOVNTDQ       Z12, (CX)(R8*2)
 	VMOVUPS        128(SI)(R8*4), Z7
 	VADDPS         Z5, Z7, Z7
@@ -58328,10 +58634,10 @@ bf16fixed98:
 	VFPCLASSPSZ    $0xa1, Z9, K2
 	VFPCLASSPSZ    $0xa1, Z10, K3
 	KORTESTW       K3, K2
-	JNZ            bf16fix99
+	JNZ            bf16fix101
 	BYTE $0x62; BYTE $0xd2; BYTE $0x2f; BYTE $0x48; BYTE $0x72; BYTE $0xf9 // VCVTNE2PS2BF16 Z9, Z10, Z7
 
-bf16fixed100:
+bf16fixed102:
 	VMOVNTDQ Z7, 64(CX)(R8*2)
 	ADDQ     $0x00000040, R8
 	JMP      scalenthwloopoffset
@@ -58347,18 +58653,18 @@ scalenthwloopnoweight:
 	VFPCLASSPSZ    $0xa1, Z7, K2
 	VFPCLASSPSZ    $0xa1, Z8, K3
 	KORTESTW       K3, K2
-	JNZ            bf16fix101
+	JNZ            bf16fix103
 	BYTE $0x62; BYTE $0x72; BYTE $0x3f; BYTE $0x48; BYTE $0x72; BYTE $0xe7 // VCVTNE2PS2BF16 Z7, Z8, Z12
 
-bf16fixed102:
+bf16fixed104:
 	VMOVNTDQ       Z12, (CX)(R8*2)
 	VFPCLASSPSZ    $0xa1, Z9, K2
 	VFPCLASSPSZ    $0xa1, Z10, K3
 	KORTESTW       K3, K2
-	JNZ            bf16fix103
+	JNZ            bf16fix105
 	BYTE $0x62; BYTE $0xd2; BYTE $0x2f; BYTE $0x48; BYTE $0x72; BYTE $0xf9 // VCVTNE2PS2BF16 Z9, Z10, Z7
 
-bf16fixed104:
+bf16fixed106:
 	VMOVNTDQ Z7, 64(CX)(R8*2)
 	ADDQ     $0x00000040, R8
 	JMP      scalenthwloopnoweight
@@ -58371,29 +58677,29 @@ scaleone:
 	JG             scalepart
 	VMULPS         (DX)(R8*4), Z6, Z7
 	TESTL          $0x00000008, job_flags+0(AX)
-	JZ             notrn105
+	JZ             notrn107
 	VFPCLASSPSZ    $0xa1, Z7, K2
 	KORTESTW       K2, K2
-	JNZ            bf16fix106
+	JNZ            bf16fix108
 	BYTE $0x62; BYTE $0x72; BYTE $0x47; BYTE $0x48; BYTE $0x72; BYTE $0xc7 // VCVTNE2PS2BF16 Z7, Z7, Z8
 
-bf16fixed107:
+bf16fixed109:
 	VPERMW.Z Z8, Z3, K1, Z7
 
-notrn105:
+notrn107:
 	TESTQ   SI, SI
-	JZ      noweight108
+	JZ      noweight110
 	VMOVUPS (SI)(R8*4), Z8
 	VADDPS  Z5, Z8, Z8
 	VMULPS  Z8, Z7, Z7
 
-noweight108:
+noweight110:
 	VFPCLASSPSZ    $0xa1, Z7, K2
 	KORTESTW       K2, K2
-	JNZ            bf16fix109
+	JNZ            bf16fix111
 	BYTE $0x62; BYTE $0x72; BYTE $0x47; BYTE $0x48; BYTE $0x72; BYTE $0xc7 // VCVTNE2PS2BF16 Z7, Z7, Z8
 
-bf16fixed110:
+bf16fixed112:
 	VEXTRACTI64X4 $0x00, Z8, (CX)(R8*2)
 	ADDQ          $0x00000010, R8
 	JMP           scaleone
@@ -58410,29 +58716,29 @@ partout:
 	VMOVUPS.Z      (DX)(R8*4), K2, Z7
 	VMULPS         Z7, Z6, Z7
 	TESTL          $0x00000008, job_flags+0(AX)
-	JZ             notrn111
+	JZ             notrn113
 	VFPCLASSPSZ    $0xa1, Z7, K3
 	KORTESTW       K3, K3
-	JNZ            bf16fix112
+	JNZ            bf16fix114
 	BYTE $0x62; BYTE $0x72; BYTE $0x47; BYTE $0x48; BYTE $0x72; BYTE $0xc7 // VCVTNE2PS2BF16 Z7, Z7, Z8
 
-bf16fixed113:
+bf16fixed115:
 	VPERMW.Z Z8, Z3, K1, Z7
 
-notrn111:
+notrn113:
 	TESTQ     SI, SI
-	JZ        noweight114
+	JZ        noweight116
 	VMOVUPS.Z (SI)(R8*4), K2, Z8
 	VADDPS    Z5, Z8, Z8
 	VMULPS    Z8, Z7, Z7
 
-noweight114:
+noweight116:
 	VFPCLASSPSZ    $0xa1, Z7, K3
 	KORTESTW       K3, K3
-	JNZ            bf16fix115
+	JNZ            bf16fix117
 	BYTE $0x62; BYTE $0x72; BYTE $0x47; BYTE $0x48; BYTE $0x72; BYTE $0xc7 // VCVTNE2PS2BF16 Z7, Z7, Z8
 
-bf16fixed116:
+bf16fixed118:
 	VMOVDQU16 Z8, K2, (CX)(R8*2)
 	ADDQ      R10, R8
 	CMPQ      R8, job_d+0(AX)
@@ -58461,7 +58767,7 @@ vzero:
 	MOVQ AX, ret+24(FP)
 	RET
 
-bf16fix7:
+bf16fix9:
 	VPSRLD       $0x10, Z7, Z12
 	VPANDD       Z0, Z12, Z12
 	VPADDD       Z1, Z12, Z12
@@ -58475,57 +58781,25 @@ bf16fix7:
 	VFPCLASSPSZ  $0x81, Z8, K2
 	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z7
 	VPERMT2W     Z7, Z2, Z12
-	JMP          bf16fixed8
-
-bf16fix9:
-	VPSRLD       $0x10, Z9, Z12
-	VPANDD       Z0, Z12, Z12
-	VPADDD       Z1, Z12, Z12
-	VPADDD       Z9, Z12, Z12
-	VFPCLASSPSZ  $0x81, Z9, K2
-	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z12
-	VPSRLD       $0x10, Z10, Z9
-	VPANDD       Z0, Z9, Z9
-	VPADDD       Z1, Z9, Z9
-	VPADDD       Z10, Z9, Z9
-	VFPCLASSPSZ  $0x81, Z10, K2
-	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z9
-	VPERMT2W     Z9, Z2, Z12
 	JMP          bf16fixed10
 
 bf16fix11:
-	VPSRLD       $0x10, Z7, Z12
+	VPSRLD       $0x10, Z9, Z12
 	VPANDD       Z0, Z12, Z12
 	VPADDD       Z1, Z12, Z12
-	VPADDD       Z7, Z12, Z12
-	VFPCLASSPSZ  $0x81, Z7, K2
+	VPADDD       Z9, Z12, Z12
+	VFPCLASSPSZ  $0x81, Z9, K2
 	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z12
-	VPSRLD       $0x10, Z8, Z7
-	VPANDD       Z0, Z7, Z7
-	VPADDD       Z1, Z7, Z7
-	VPADDD       Z8, Z7, Z7
-	VFPCLASSPSZ  $0x81, Z8, K2
-	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z7
-	VPERMT2W     Z7, Z2, Z12
+	VPSRLD       $0x10, Z10, Z9
+	VPANDD       Z0, Z9, Z9
+	VPADDD       Z1, Z9, Z9
+	VPADDD       Z10, Z9, Z9
+	VFPCLASSPSZ  $0x81, Z10, K2
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z9
+	VPERMT2W     Z9, Z2, Z12
 	JMP          bf16fixed12
 
 bf16fix13:
-	VPSRLD       $0x10, Z9, Z7
-	VPANDD       Z0, Z7, Z7
-	VPADDD       Z1, Z7, Z7
-	VPADDD       Z9, Z7, Z7
-	VFPCLASSPSZ  $0x81, Z9, K2
-	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z7
-	VPSRLD       $0x10, Z10, Z8
-	VPANDD       Z0, Z8, Z8
-	VPADDD       Z1, Z8, Z8
-	VPADDD       Z10, Z8, Z8
-	VFPCLASSPSZ  $0x81, Z10, K2
-	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z8
-	VPERMT2W     Z8, Z2, Z7
-	JMP          bf16fixed14
-
-bf16fix16:
 	VPSRLD       $0x10, Z7, Z12
 	VPANDD       Z0, Z12, Z12
 	VPADDD       Z1, Z12, Z12
@@ -58539,89 +58813,89 @@ bf16fix16:
 	VFPCLASSPSZ  $0x81, Z8, K2
 	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z7
 	VPERMT2W     Z7, Z2, Z12
-	JMP          bf16fixed17
+	JMP          bf16fixed14
+
+bf16fix15:
+	VPSRLD       $0x10, Z9, Z7
+	VPANDD       Z0, Z7, Z7
+	VPADDD       Z1, Z7, Z7
+	VPADDD       Z9, Z7, Z7
+	VFPCLASSPSZ  $0x81, Z9, K2
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z7
+	VPSRLD       $0x10, Z10, Z8
+	VPANDD       Z0, Z8, Z8
+	VPADDD       Z1, Z8, Z8
+	VPADDD       Z10, Z8, Z8
+	VFPCLASSPSZ  $0x81, Z10, K2
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z8
+	VPERMT2W     Z8, Z2, Z7
+	JMP          bf16fixed16
 
 bf16fix18:
-	VPSRLD       $0x10, Z9, Z12
+	VPSRLD       $0x10, Z7, Z12
 	VPANDD       Z0, Z12, Z12
 	VPADDD       Z1, Z12, Z12
-	VPADDD       Z9, Z12, Z12
-	VFPCLASSPSZ  $0x81, Z9, K2
+	VPADDD       Z7, Z12, Z12
+	VFPCLASSPSZ  $0x81, Z7, K2
 	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z12
-	VPSRLD       $0x10, Z10, Z9
-	VPANDD       Z0, Z9, Z9
-	VPADDD       Z1, Z9, Z9
-	VPADDD       Z10, Z9, Z9
-	VFPCLASSPSZ  $0x81, Z10, K2
-	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z9
-	VPERMT2W     Z9, Z2, Z12
+	VPSRLD       $0x10, Z8, Z7
+	VPANDD       Z0, Z7, Z7
+	VPADDD       Z1, Z7, Z7
+	VPADDD       Z8, Z7, Z7
+	VFPCLASSPSZ  $0x81, Z8, K2
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z7
+	VPERMT2W     Z7, Z2, Z12
 	JMP          bf16fixed19
 
 bf16fix20:
-	VPSRLD       $0x10, Z7, Z12
+	VPSRLD       $0x10, Z9, Z12
 	VPANDD       Z0, Z12, Z12
 	VPADDD       Z1, Z12, Z12
-	VPADDD       Z7, Z12, Z12
-	VFPCLASSPSZ  $0x81, Z7, K2
+	VPADDD       Z9, Z12, Z12
+	VFPCLASSPSZ  $0x81, Z9, K2
 	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z12
-	VPSRLD       $0x10, Z8, Z7
-	VPANDD       Z0, Z7, Z7
-	VPADDD       Z1, Z7, Z7
-	VPADDD       Z8, Z7, Z7
-	VFPCLASSPSZ  $0x81, Z8, K2
-	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z7
-	VPERMT2W     Z7, Z2, Z12
+	VPSRLD       $0x10, Z10, Z9
+	VPANDD       Z0, Z9, Z9
+	VPADDD       Z1, Z9, Z9
+	VPADDD       Z10, Z9, Z9
+	VFPCLASSPSZ  $0x81, Z10, K2
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z9
+	VPERMT2W     Z9, Z2, Z12
 	JMP          bf16fixed21
 
 bf16fix22:
-	VPSRLD       $0x10, Z9, Z7
+	VPSRLD       $0x10, Z7, Z12
+	VPANDD       Z0, Z12, Z12
+	VPADDD       Z1, Z12, Z12
+	VPADDD       Z7, Z12, Z12
+	VFPCLASSPSZ  $0x81, Z7, K2
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z12
+	VPSRLD       $0x10, Z8, Z7
 	VPANDD       Z0, Z7, Z7
 	VPADDD       Z1, Z7, Z7
-	VPADDD       Z9, Z7, Z7
-	VFPCLASSPSZ  $0x81, Z9, K2
+	VPADDD       Z8, Z7, Z7
+	VFPCLASSPSZ  $0x81, Z8, K2
 	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z7
-	VPSRLD       $0x10, Z10, Z8
-	VPANDD       Z0, Z8, Z8
-	VPADDD       Z1, Z8, Z8
-	VPADDD       Z10, Z8, Z8
-	VFPCLASSPSZ  $0x81, Z10, K2
-	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z8
-	VPERMT2W     Z8, Z2, Z7
+	VPERMT2W     Z7, Z2, Z12
 	JMP          bf16fixed23
 
 bf16fix24:
-	VPSRLD       $0x10, Z7, Z12
-	VPANDD       Z0, Z12, Z12
-	VPADDD       Z1, Z12, Z12
-	VPADDD       Z7, Z12, Z12
-	VFPCLASSPSZ  $0x81, Z7, K2
-	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z12
-	VPSRLD       $0x10, Z8, Z7
+	VPSRLD       $0x10, Z9, Z7
 	VPANDD       Z0, Z7, Z7
 	VPADDD       Z1, Z7, Z7
-	VPADDD       Z8, Z7, Z7
-	VFPCLASSPSZ  $0x81, Z8, K2
+	VPADDD       Z9, Z7, Z7
+	VFPCLASSPSZ  $0x81, Z9, K2
 	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z7
-	VPERMT2W     Z7, Z2, Z12
+	VPSRLD       $0x10, Z10, Z8
+	VPANDD       Z0, Z8, Z8
+	VPADDD       Z1, Z8, Z8
+	VPADDD       Z10, Z8, Z8
+	VFPCLASSPSZ  $0x81, Z10, K2
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z8
+	VPERMT2W     Z8, Z2, Z7
 	JMP          bf16fixed25
 
 bf16fix26:
-	VPSRLD       $0x10, Z9, Z7
-	VPANDD       Z0, Z7, Z7
-	VPADDD       Z1, Z7, Z7
-	VPADDD       Z9, Z7, Z7
-	VFPCLASSPSZ  $0x81, Z9, K2
-	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z7
-	VPSRLD       $0x10, Z10, Z8
-	VPANDD       Z0, Z8, Z8
-	VPADDD       Z1, Z8, Z8
-	VPADDD       Z10, Z8, Z8
-	VFPCLASSPSZ  $0x81, Z10, K2
-	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z8
-	VPERMT2W     Z8, Z2, Z7
-	JMP          bf16fixed27
-
-bf16fix30:
 	VPSRLD       $0x10, Z7, Z12
 	VPANDD       Z0, Z12, Z12
 	VPADDD       Z1, Z12, Z12
@@ -58635,57 +58909,57 @@ bf16fix30:
 	VFPCLASSPSZ  $0x81, Z8, K2
 	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z7
 	VPERMT2W     Z7, Z2, Z12
-	JMP          bf16fixed31
+	JMP          bf16fixed27
+
+bf16fix28:
+	VPSRLD       $0x10, Z9, Z7
+	VPANDD       Z0, Z7, Z7
+	VPADDD       Z1, Z7, Z7
+	VPADDD       Z9, Z7, Z7
+	VFPCLASSPSZ  $0x81, Z9, K2
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z7
+	VPSRLD       $0x10, Z10, Z8
+	VPANDD       Z0, Z8, Z8
+	VPADDD       Z1, Z8, Z8
+	VPADDD       Z10, Z8, Z8
+	VFPCLASSPSZ  $0x81, Z10, K2
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z8
+	VPERMT2W     Z8, Z2, Z7
+	JMP          bf16fixed29
 
 bf16fix32:
-	VPSRLD       $0x10, Z9, Z12
+	VPSRLD       $0x10, Z7, Z12
 	VPANDD       Z0, Z12, Z12
 	VPADDD       Z1, Z12, Z12
-	VPADDD       Z9, Z12, Z12
-	VFPCLASSPSZ  $0x81, Z9, K2
+	VPADDD       Z7, Z12, Z12
+	VFPCLASSPSZ  $0x81, Z7, K2
 	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z12
-	VPSRLD       $0x10, Z10, Z9
-	VPANDD       Z0, Z9, Z9
-	VPADDD       Z1, Z9, Z9
-	VPADDD       Z10, Z9, Z9
-	VFPCLASSPSZ  $0x81, Z10, K2
-	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z9
-	VPERMT2W     Z9, Z2, Z12
+	VPSRLD       $0x10, Z8, Z7
+	VPANDD       Z0, Z7, Z7
+	VPADDD       Z1, Z7, Z7
+	VPADDD       Z8, Z7, Z7
+	VFPCLASSPSZ  $0x81, Z8, K2
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z7
+	VPERMT2W     Z7, Z2, Z12
 	JMP          bf16fixed33
 
 bf16fix34:
-	VPSRLD       $0x10, Z7, Z12
+	VPSRLD       $0x10, Z9, Z12
 	VPANDD       Z0, Z12, Z12
 	VPADDD       Z1, Z12, Z12
-	VPADDD       Z7, Z12, Z12
-	VFPCLASSPSZ  $0x81, Z7, K2
+	VPADDD       Z9, Z12, Z12
+	VFPCLASSPSZ  $0x81, Z9, K2
 	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z12
-	VPSRLD       $0x10, Z8, Z7
-	VPANDD       Z0, Z7, Z7
-	VPADDD       Z1, Z7, Z7
-	VPADDD       Z8, Z7, Z7
-	VFPCLASSPSZ  $0x81, Z8, K2
-	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z7
-	VPERMT2W     Z7, Z2, Z12
+	VPSRLD       $0x10, Z10, Z9
+	VPANDD       Z0, Z9, Z9
+	VPADDD       Z1, Z9, Z9
+	VPADDD       Z10, Z9, Z9
+	VFPCLASSPSZ  $0x81, Z10, K2
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z9
+	VPERMT2W     Z9, Z2, Z12
 	JMP          bf16fixed35
 
 bf16fix36:
-	VPSRLD       $0x10, Z9, Z7
-	VPANDD       Z0, Z7, Z7
-	VPADDD       Z1, Z7, Z7
-	VPADDD       Z9, Z7, Z7
-	VFPCLASSPSZ  $0x81, Z9, K2
-	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z7
-	VPSRLD       $0x10, Z10, Z8
-	VPANDD       Z0, Z8, Z8
-	VPADDD       Z1, Z8, Z8
-	VPADDD       Z10, Z8, Z8
-	VFPCLASSPSZ  $0x81, Z10, K2
-	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z8
-	VPERMT2W     Z8, Z2, Z7
-	JMP          bf16fixed37
-
-bf16fix39:
 	VPSRLD       $0x10, Z7, Z12
 	VPANDD       Z0, Z12, Z12
 	VPADDD       Z1, Z12, Z12
@@ -58699,109 +58973,89 @@ bf16fix39:
 	VFPCLASSPSZ  $0x81, Z8, K2
 	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z7
 	VPERMT2W     Z7, Z2, Z12
-	JMP          bf16fixed40
+	JMP          bf16fixed37
+
+bf16fix38:
+	VPSRLD       $0x10, Z9, Z7
+	VPANDD       Z0, Z7, Z7
+	VPADDD       Z1, Z7, Z7
+	VPADDD       Z9, Z7, Z7
+	VFPCLASSPSZ  $0x81, Z9, K2
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z7
+	VPSRLD       $0x10, Z10, Z8
+	VPANDD       Z0, Z8, Z8
+	VPADDD       Z1, Z8, Z8
+	VPADDD       Z10, Z8, Z8
+	VFPCLASSPSZ  $0x81, Z10, K2
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z8
+	VPERMT2W     Z8, Z2, Z7
+	JMP          bf16fixed39
 
 bf16fix41:
-	VPSRLD       $0x10, Z9, Z12
+	VPSRLD       $0x10, Z7, Z12
 	VPANDD       Z0, Z12, Z12
 	VPADDD       Z1, Z12, Z12
-	VPADDD       Z9, Z12, Z12
-	VFPCLASSPSZ  $0x81, Z9, K2
+	VPADDD       Z7, Z12, Z12
+	VFPCLASSPSZ  $0x81, Z7, K2
 	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z12
-	VPSRLD       $0x10, Z10, Z9
-	VPANDD       Z0, Z9, Z9
-	VPADDD       Z1, Z9, Z9
-	VPADDD       Z10, Z9, Z9
-	VFPCLASSPSZ  $0x81, Z10, K2
-	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z9
-	VPERMT2W     Z9, Z2, Z12
+	VPSRLD       $0x10, Z8, Z7
+	VPANDD       Z0, Z7, Z7
+	VPADDD       Z1, Z7, Z7
+	VPADDD       Z8, Z7, Z7
+	VFPCLASSPSZ  $0x81, Z8, K2
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z7
+	VPERMT2W     Z7, Z2, Z12
 	JMP          bf16fixed42
 
 bf16fix43:
-	VPSRLD       $0x10, Z7, Z12
+	VPSRLD       $0x10, Z9, Z12
 	VPANDD       Z0, Z12, Z12
 	VPADDD       Z1, Z12, Z12
-	VPADDD       Z7, Z12, Z12
-	VFPCLASSPSZ  $0x81, Z7, K2
+	VPADDD       Z9, Z12, Z12
+	VFPCLASSPSZ  $0x81, Z9, K2
 	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z12
-	VPSRLD       $0x10, Z8, Z7
-	VPANDD       Z0, Z7, Z7
-	VPADDD       Z1, Z7, Z7
-	VPADDD       Z8, Z7, Z7
-	VFPCLASSPSZ  $0x81, Z8, K2
-	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z7
-	VPERMT2W     Z7, Z2, Z12
+	VPSRLD       $0x10, Z10, Z9
+	VPANDD       Z0, Z9, Z9
+	VPADDD       Z1, Z9, Z9
+	VPADDD       Z10, Z9, Z9
+	VFPCLASSPSZ  $0x81, Z10, K2
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z9
+	VPERMT2W     Z9, Z2, Z12
 	JMP          bf16fixed44
 
 bf16fix45:
-	VPSRLD       $0x10, Z9, Z7
+	VPSRLD       $0x10, Z7, Z12
+	VPANDD       Z0, Z12, Z12
+	VPADDD       Z1, Z12, Z12
+	VPADDD       Z7, Z12, Z12
+	VFPCLASSPSZ  $0x81, Z7, K2
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z12
+	VPSRLD       $0x10, Z8, Z7
 	VPANDD       Z0, Z7, Z7
 	VPADDD       Z1, Z7, Z7
-	VPADDD       Z9, Z7, Z7
-	VFPCLASSPSZ  $0x81, Z9, K2
+	VPADDD       Z8, Z7, Z7
+	VFPCLASSPSZ  $0x81, Z8, K2
 	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z7
-	VPSRLD       $0x10, Z10, Z8
-	VPANDD       Z0, Z8, Z8
-	VPADDD       Z1, Z8, Z8
-	VPADDD       Z10, Z8, Z8
-	VFPCLASSPSZ  $0x81, Z10, K2
-	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z8
-	VPERMT2W     Z8, Z2, Z7
+	VPERMT2W     Z7, Z2, Z12
 	JMP          bf16fixed46
 
 bf16fix47:
-	VPSRLD       $0x10, Z7, Z12
-	VPANDD       Z0, Z12, Z12
-	VPADDD       Z1, Z12, Z12
-	VPADDD       Z7, Z12, Z12
-	VFPCLASSPSZ  $0x81, Z7, K2
-	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z12
-	VPSRLD       $0x10, Z8, Z7
+	VPSRLD       $0x10, Z9, Z7
 	VPANDD       Z0, Z7, Z7
 	VPADDD       Z1, Z7, Z7
-	VPADDD       Z8, Z7, Z7
-	VFPCLASSPSZ  $0x81, Z8, K2
+	VPADDD       Z9, Z7, Z7
+	VFPCLASSPSZ  $0x81, Z9, K2
 	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z7
-	VPERMT2W     Z7, Z2, Z12
+	VPSRLD       $0x10, Z10, Z8
+	VPANDD       Z0, Z8, Z8
+	VPADDD       Z1, Z8, Z8
+	VPADDD       Z10, Z8, Z8
+	VFPCLASSPSZ  $0x81, Z10, K2
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z8
+	VPERMT2W     Z8, Z2, Z7
 	JMP          bf16fixed48
 
 bf16fix49:
-	VPSRLD       $0x10, Z9, Z7
-	VPANDD       Z0, Z7, Z7
-	VPADDD       Z1, Z7, Z7
-	VPADDD       Z9, Z7, Z7
-	VFPCLASSPSZ  $0x81, Z9, K2
-	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z7
-	VPSRLD       $0x10, Z10, Z8
-	VPANDD       Z0, Z8, Z8
-	VPADDD       Z1, Z8, Z8
-	VPADDD       Z10, Z8, Z8
-	VFPCLASSPSZ  $0x81, Z10, K2
-	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z8
-	VPERMT2W     Z8, Z2, Z7
-	JMP          bf16fixed50
-
-bf16fix52:
-	VPSRLD       $0x10, Z7, Z8
-	VPANDD       Z0, Z8, Z8
-	VPADDD       Z1, Z8, Z8
-	VPADDD       Z7, Z8, Z8
-	VFPCLASSPSZ  $0x81, Z7, K2
-	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z8
-	VPERMT2W     Z8, Z2, Z8
-	JMP          bf16fixed53
-
-bf16fix55:
-	VPSRLD       $0x10, Z7, Z8
-	VPANDD       Z0, Z8, Z8
-	VPADDD       Z1, Z8, Z8
-	VPADDD       Z7, Z8, Z8
-	VFPCLASSPSZ  $0x81, Z7, K2
-	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z8
-	VPERMT2W     Z8, Z2, Z8
-	JMP          bf16fixed56
-
-bf16fix60:
 	VPSRLD       $0x10, Z7, Z12
 	VPANDD       Z0, Z12, Z12
 	VPADDD       Z1, Z12, Z12
@@ -58815,57 +59069,77 @@ bf16fix60:
 	VFPCLASSPSZ  $0x81, Z8, K2
 	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z7
 	VPERMT2W     Z7, Z2, Z12
-	JMP          bf16fixed61
+	JMP          bf16fixed50
+
+bf16fix51:
+	VPSRLD       $0x10, Z9, Z7
+	VPANDD       Z0, Z7, Z7
+	VPADDD       Z1, Z7, Z7
+	VPADDD       Z9, Z7, Z7
+	VFPCLASSPSZ  $0x81, Z9, K2
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z7
+	VPSRLD       $0x10, Z10, Z8
+	VPANDD       Z0, Z8, Z8
+	VPADDD       Z1, Z8, Z8
+	VPADDD       Z10, Z8, Z8
+	VFPCLASSPSZ  $0x81, Z10, K2
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z8
+	VPERMT2W     Z8, Z2, Z7
+	JMP          bf16fixed52
+
+bf16fix54:
+	VPSRLD       $0x10, Z7, Z8
+	VPANDD       Z0, Z8, Z8
+	VPADDD       Z1, Z8, Z8
+	VPADDD       Z7, Z8, Z8
+	VFPCLASSPSZ  $0x81, Z7, K2
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z8
+	VPERMT2W     Z8, Z2, Z8
+	JMP          bf16fixed55
+
+bf16fix57:
+	VPSRLD       $0x10, Z7, Z8
+	VPANDD       Z0, Z8, Z8
+	VPADDD       Z1, Z8, Z8
+	VPADDD       Z7, Z8, Z8
+	VFPCLASSPSZ  $0x81, Z7, K2
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z8
+	VPERMT2W     Z8, Z2, Z8
+	JMP          bf16fixed58
 
 bf16fix62:
-	VPSRLD       $0x10, Z9, Z12
+	VPSRLD       $0x10, Z7, Z12
 	VPANDD       Z0, Z12, Z12
 	VPADDD       Z1, Z12, Z12
-	VPADDD       Z9, Z12, Z12
-	VFPCLASSPSZ  $0x81, Z9, K2
+	VPADDD       Z7, Z12, Z12
+	VFPCLASSPSZ  $0x81, Z7, K2
 	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z12
-	VPSRLD       $0x10, Z10, Z9
-	VPANDD       Z0, Z9, Z9
-	VPADDD       Z1, Z9, Z9
-	VPADDD       Z10, Z9, Z9
-	VFPCLASSPSZ  $0x81, Z10, K2
-	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z9
-	VPERMT2W     Z9, Z2, Z12
+	VPSRLD       $0x10, Z8, Z7
+	VPANDD       Z0, Z7, Z7
+	VPADDD       Z1, Z7, Z7
+	VPADDD       Z8, Z7, Z7
+	VFPCLASSPSZ  $0x81, Z8, K2
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z7
+	VPERMT2W     Z7, Z2, Z12
 	JMP          bf16fixed63
 
 bf16fix64:
-	VPSRLD       $0x10, Z7, Z12
+	VPSRLD       $0x10, Z9, Z12
 	VPANDD       Z0, Z12, Z12
 	VPADDD       Z1, Z12, Z12
-	VPADDD       Z7, Z12, Z12
-	VFPCLASSPSZ  $0x81, Z7, K2
+	VPADDD       Z9, Z12, Z12
+	VFPCLASSPSZ  $0x81, Z9, K2
 	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z12
-	VPSRLD       $0x10, Z8, Z7
-	VPANDD       Z0, Z7, Z7
-	VPADDD       Z1, Z7, Z7
-	VPADDD       Z8, Z7, Z7
-	VFPCLASSPSZ  $0x81, Z8, K2
-	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z7
-	VPERMT2W     Z7, Z2, Z12
+	VPSRLD       $0x10, Z10, Z9
+	VPANDD       Z0, Z9, Z9
+	VPADDD       Z1, Z9, Z9
+	VPADDD       Z10, Z9, Z9
+	VFPCLASSPSZ  $0x81, Z10, K2
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z9
+	VPERMT2W     Z9, Z2, Z12
 	JMP          bf16fixed65
 
 bf16fix66:
-	VPSRLD       $0x10, Z9, Z7
-	VPANDD       Z0, Z7, Z7
-	VPADDD       Z1, Z7, Z7
-	VPADDD       Z9, Z7, Z7
-	VFPCLASSPSZ  $0x81, Z9, K2
-	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z7
-	VPSRLD       $0x10, Z10, Z8
-	VPANDD       Z0, Z8, Z8
-	VPADDD       Z1, Z8, Z8
-	VPADDD       Z10, Z8, Z8
-	VFPCLASSPSZ  $0x81, Z10, K2
-	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z8
-	VPERMT2W     Z8, Z2, Z7
-	JMP          bf16fixed67
-
-bf16fix70:
 	VPSRLD       $0x10, Z7, Z12
 	VPANDD       Z0, Z12, Z12
 	VPADDD       Z1, Z12, Z12
@@ -58879,73 +59153,73 @@ bf16fix70:
 	VFPCLASSPSZ  $0x81, Z8, K2
 	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z7
 	VPERMT2W     Z7, Z2, Z12
-	JMP          bf16fixed71
+	JMP          bf16fixed67
+
+bf16fix68:
+	VPSRLD       $0x10, Z9, Z7
+	VPANDD       Z0, Z7, Z7
+	VPADDD       Z1, Z7, Z7
+	VPADDD       Z9, Z7, Z7
+	VFPCLASSPSZ  $0x81, Z9, K2
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z7
+	VPSRLD       $0x10, Z10, Z8
+	VPANDD       Z0, Z8, Z8
+	VPADDD       Z1, Z8, Z8
+	VPADDD       Z10, Z8, Z8
+	VFPCLASSPSZ  $0x81, Z10, K2
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z8
+	VPERMT2W     Z8, Z2, Z7
+	JMP          bf16fixed69
 
 bf16fix72:
-	VPSRLD       $0x10, Z9, Z12
+	VPSRLD       $0x10, Z7, Z12
 	VPANDD       Z0, Z12, Z12
 	VPADDD       Z1, Z12, Z12
-	VPADDD       Z9, Z12, Z12
-	VFPCLASSPSZ  $0x81, Z9, K2
+	VPADDD       Z7, Z12, Z12
+	VFPCLASSPSZ  $0x81, Z7, K2
 	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z12
-	VPSRLD       $0x10, Z10, Z9
-	VPANDD       Z0, Z9, Z9
-	VPADDD       Z1, Z9, Z9
-	VPADDD       Z10, Z9, Z9
-	VFPCLASSPSZ  $0x81, Z10, K2
-	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z9
-	VPERMT2W     Z9, Z2, Z12
+	VPSRLD       $0x10, Z8, Z7
+	VPANDD       Z0, Z7, Z7
+	VPADDD       Z1, Z7, Z7
+	VPADDD       Z8, Z7, Z7
+	VFPCLASSPSZ  $0x81, Z8, K2
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z7
+	VPERMT2W     Z7, Z2, Z12
 	JMP          bf16fixed73
 
 bf16fix74:
-	VPSRLD       $0x10, Z7, Z12
+	VPSRLD       $0x10, Z9, Z12
 	VPANDD       Z0, Z12, Z12
 	VPADDD       Z1, Z12, Z12
-	VPADDD       Z7, Z12, Z12
-	VFPCLASSPSZ  $0x81, Z7, K2
+	VPADDD       Z9, Z12, Z12
+	VFPCLASSPSZ  $0x81, Z9, K2
 	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z12
-	VPSRLD       $0x10, Z8, Z7
-	VPANDD       Z0, Z7, Z7
-	VPADDD       Z1, Z7, Z7
-	VPADDD       Z8, Z7, Z7
-	VFPCLASSPSZ  $0x81, Z8, K2
-	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z7
-	VPERMT2W     Z7, Z2, Z12
+	VPSRLD       $0x10, Z10, Z9
+	VPANDD       Z0, Z9, Z9
+	VPADDD       Z1, Z9, Z9
+	VPADDD       Z10, Z9, Z9
+	VFPCLASSPSZ  $0x81, Z10, K2
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z9
+	VPERMT2W     Z9, Z2, Z12
 	JMP          bf16fixed75
 
 bf16fix76:
-	VPSRLD       $0x10, Z9, Z7
+	VPSRLD       $0x10, Z7, Z12
+	VPANDD       Z0, Z12, Z12
+	VPADDD       Z1, Z12, Z12
+	VPADDD       Z7, Z12, Z12
+	VFPCLASSPSZ  $0x81, Z7, K2
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z12
+	VPSRLD       $0x10, Z8, Z7
 	VPANDD       Z0, Z7, Z7
 	VPADDD       Z1, Z7, Z7
-	VPADDD       Z9, Z7, Z7
-	VFPCLASSPSZ  $0x81, Z9, K2
+	VPADDD       Z8, Z7, Z7
+	VFPCLASSPSZ  $0x81, Z8, K2
 	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z7
-	VPSRLD       $0x10, Z10, Z8
-	VPANDD       Z0, Z8, Z8
-	VPADDD       Z1, Z8, Z8
-	VPADDD       Z10, Z8, Z8
-	VFPCLASSPSZ  $0x81, Z10, K2
-	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z8
-	VPERMT2W     Z8, Z2, Z7
+	VPERMT2W     Z7, Z2, Z12
 	JMP          bf16fixed77
 
-bf16fix79:
-	VPSRLD       $0x10, Z7, Z12
-	VPANDD       Z0, Z12, Z12
-	VPADDD       Z1, Z12, Z12
-	VPADDD       Z7, Z12, Z12
-	VFPCLASSPSZ  $0x81, Z7, K2
-	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z12
-	VPSRLD       $0x10, Z8, Z7
-	VPANDD       Z0, Z7, Z7
-	VPADDD       Z1, Z7, Z7
-	VPADDD       Z8, Z7, Z7
-	VFPCLASSPSZ  $0x81, Z8, K2
-	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z7
-	VPERMT2W     Z7, Z2, Z12
-	JMP          bf16fixed80
-
-bf16fix81:
+bf16fix78:
 	VPSRLD       $0x10, Z9, Z7
 	VPANDD       Z0, Z7, Z7
 	VPADDD       Z1, Z7, Z7
@@ -58959,9 +59233,9 @@ bf16fix81:
 	VFPCLASSPSZ  $0x81, Z10, K2
 	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z8
 	VPERMT2W     Z8, Z2, Z7
-	JMP          bf16fixed82
+	JMP          bf16fixed79
 
-bf16fix84:
+bf16fix81:
 	VPSRLD       $0x10, Z7, Z12
 	VPANDD       Z0, Z12, Z12
 	VPADDD       Z1, Z12, Z12
@@ -58975,73 +59249,41 @@ bf16fix84:
 	VFPCLASSPSZ  $0x81, Z8, K2
 	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z7
 	VPERMT2W     Z7, Z2, Z12
-	JMP          bf16fixed85
+	JMP          bf16fixed82
+
+bf16fix83:
+	VPSRLD       $0x10, Z9, Z7
+	VPANDD       Z0, Z7, Z7
+	VPADDD       Z1, Z7, Z7
+	VPADDD       Z9, Z7, Z7
+	VFPCLASSPSZ  $0x81, Z9, K2
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z7
+	VPSRLD       $0x10, Z10, Z8
+	VPANDD       Z0, Z8, Z8
+	VPADDD       Z1, Z8, Z8
+	VPADDD       Z10, Z8, Z8
+	VFPCLASSPSZ  $0x81, Z10, K2
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z8
+	VPERMT2W     Z8, Z2, Z7
+	JMP          bf16fixed84
 
 bf16fix86:
-	VPSRLD       $0x10, Z9, Z12
+	VPSRLD       $0x10, Z7, Z12
 	VPANDD       Z0, Z12, Z12
 	VPADDD       Z1, Z12, Z12
-	VPADDD       Z9, Z12, Z12
-	VFPCLASSPSZ  $0x81, Z9, K2
+	VPADDD       Z7, Z12, Z12
+	VFPCLASSPSZ  $0x81, Z7, K2
 	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z12
-	VPSRLD       $0x10, Z10, Z9
-	VPANDD       Z0, Z9, Z9
-	VPADDD       Z1, Z9, Z9
-	VPADDD       Z10, Z9, Z9
-	VFPCLASSPSZ  $0x81, Z10, K2
-	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z9
-	VPERMT2W     Z9, Z2, Z12
+	VPSRLD       $0x10, Z8, Z7
+	VPANDD       Z0, Z7, Z7
+	VPADDD       Z1, Z7, Z7
+	VPADDD       Z8, Z7, Z7
+	VFPCLASSPSZ  $0x81, Z8, K2
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z7
+	VPERMT2W     Z7, Z2, Z12
 	JMP          bf16fixed87
 
 bf16fix88:
-	VPSRLD       $0x10, Z7, Z12
-	VPANDD       Z0, Z12, Z12
-	VPADDD       Z1, Z12, Z12
-	VPADDD       Z7, Z12, Z12
-	VFPCLASSPSZ  $0x81, Z7, K2
-	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z12
-	VPSRLD       $0x10, Z8, Z7
-	VPANDD       Z0, Z7, Z7
-	VPADDD       Z1, Z7, Z7
-	VPADDD       Z8, Z7, Z7
-	VFPCLASSPSZ  $0x81, Z8, K2
-	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z7
-	VPERMT2W     Z7, Z2, Z12
-	JMP          bf16fixed89
-
-bf16fix90:
-	VPSRLD       $0x10, Z9, Z7
-	VPANDD       Z0, Z7, Z7
-	VPADDD       Z1, Z7, Z7
-	VPADDD       Z9, Z7, Z7
-	VFPCLASSPSZ  $0x81, Z9, K2
-	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z7
-	VPSRLD       $0x10, Z10, Z8
-	VPANDD       Z0, Z8, Z8
-	VPADDD       Z1, Z8, Z8
-	VPADDD       Z10, Z8, Z8
-	VFPCLASSPSZ  $0x81, Z10, K2
-	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z8
-	VPERMT2W     Z8, Z2, Z7
-	JMP          bf16fixed91
-
-bf16fix93:
-	VPSRLD       $0x10, Z7, Z12
-	VPANDD       Z0, Z12, Z12
-	VPADDD       Z1, Z12, Z12
-	VPADDD       Z7, Z12, Z12
-	VFPCLASSPSZ  $0x81, Z7, K2
-	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z12
-	VPSRLD       $0x10, Z8, Z7
-	VPANDD       Z0, Z7, Z7
-	VPADDD       Z1, Z7, Z7
-	VPADDD       Z8, Z7, Z7
-	VFPCLASSPSZ  $0x81, Z8, K2
-	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z7
-	VPERMT2W     Z7, Z2, Z12
-	JMP          bf16fixed94
-
-bf16fix95:
 	VPSRLD       $0x10, Z9, Z12
 	VPANDD       Z0, Z12, Z12
 	VPADDD       Z1, Z12, Z12
@@ -59055,41 +59297,73 @@ bf16fix95:
 	VFPCLASSPSZ  $0x81, Z10, K2
 	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z9
 	VPERMT2W     Z9, Z2, Z12
+	JMP          bf16fixed89
+
+bf16fix90:
+	VPSRLD       $0x10, Z7, Z12
+	VPANDD       Z0, Z12, Z12
+	VPADDD       Z1, Z12, Z12
+	VPADDD       Z7, Z12, Z12
+	VFPCLASSPSZ  $0x81, Z7, K2
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z12
+	VPSRLD       $0x10, Z8, Z7
+	VPANDD       Z0, Z7, Z7
+	VPADDD       Z1, Z7, Z7
+	VPADDD       Z8, Z7, Z7
+	VFPCLASSPSZ  $0x81, Z8, K2
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z7
+	VPERMT2W     Z7, Z2, Z12
+	JMP          bf16fixed91
+
+bf16fix92:
+	VPSRLD       $0x10, Z9, Z7
+	VPANDD       Z0, Z7, Z7
+	VPADDD       Z1, Z7, Z7
+	VPADDD       Z9, Z7, Z7
+	VFPCLASSPSZ  $0x81, Z9, K2
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z7
+	VPSRLD       $0x10, Z10, Z8
+	VPANDD       Z0, Z8, Z8
+	VPADDD       Z1, Z8, Z8
+	VPADDD       Z10, Z8, Z8
+	VFPCLASSPSZ  $0x81, Z10, K2
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z8
+	VPERMT2W     Z8, Z2, Z7
+	JMP          bf16fixed93
+
+bf16fix95:
+	VPSRLD       $0x10, Z7, Z12
+	VPANDD       Z0, Z12, Z12
+	VPADDD       Z1, Z12, Z12
+	VPADDD       Z7, Z12, Z12
+	VFPCLASSPSZ  $0x81, Z7, K2
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z12
+	VPSRLD       $0x10, Z8, Z7
+	VPANDD       Z0, Z7, Z7
+	VPADDD       Z1, Z7, Z7
+	VPADDD       Z8, Z7, Z7
+	VFPCLASSPSZ  $0x81, Z8, K2
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z7
+	VPERMT2W     Z7, Z2, Z12
 	JMP          bf16fixed96
 
 bf16fix97:
-	VPSRLD       $0x10, Z7, Z12
+	VPSRLD       $0x10, Z9, Z12
 	VPANDD       Z0, Z12, Z12
 	VPADDD       Z1, Z12, Z12
-	VPADDD       Z7, Z12, Z12
-	VFPCLASSPSZ  $0x81, Z7, K2
+	VPADDD       Z9, Z12, Z12
+	VFPCLASSPSZ  $0x81, Z9, K2
 	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z12
-	VPSRLD       $0x10, Z8, Z7
-	VPANDD       Z0, Z7, Z7
-	VPADDD       Z1, Z7, Z7
-	VPADDD       Z8, Z7, Z7
-	VFPCLASSPSZ  $0x81, Z8, K2
-	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z7
-	VPERMT2W     Z7, Z2, Z12
+	VPSRLD       $0x10, Z10, Z9
+	VPANDD       Z0, Z9, Z9
+	VPADDD       Z1, Z9, Z9
+	VPADDD       Z10, Z9, Z9
+	VFPCLASSPSZ  $0x81, Z10, K2
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z9
+	VPERMT2W     Z9, Z2, Z12
 	JMP          bf16fixed98
 
 bf16fix99:
-	VPSRLD       $0x10, Z9, Z7
-	VPANDD       Z0, Z7, Z7
-	VPADDD       Z1, Z7, Z7
-	VPADDD       Z9, Z7, Z7
-	VFPCLASSPSZ  $0x81, Z9, K2
-	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z7
-	VPSRLD       $0x10, Z10, Z8
-	VPANDD       Z0, Z8, Z8
-	VPADDD       Z1, Z8, Z8
-	VPADDD       Z10, Z8, Z8
-	VFPCLASSPSZ  $0x81, Z10, K2
-	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z8
-	VPERMT2W     Z8, Z2, Z7
-	JMP          bf16fixed100
-
-bf16fix101:
 	VPSRLD       $0x10, Z7, Z12
 	VPANDD       Z0, Z12, Z12
 	VPADDD       Z1, Z12, Z12
@@ -59103,9 +59377,9 @@ bf16fix101:
 	VFPCLASSPSZ  $0x81, Z8, K2
 	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z7
 	VPERMT2W     Z7, Z2, Z12
-	JMP          bf16fixed102
+	JMP          bf16fixed100
 
-bf16fix103:
+bf16fix101:
 	VPSRLD       $0x10, Z9, Z7
 	VPANDD       Z0, Z7, Z7
 	VPADDD       Z1, Z7, Z7
@@ -59119,9 +59393,41 @@ bf16fix103:
 	VFPCLASSPSZ  $0x81, Z10, K2
 	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z8
 	VPERMT2W     Z8, Z2, Z7
+	JMP          bf16fixed102
+
+bf16fix103:
+	VPSRLD       $0x10, Z7, Z12
+	VPANDD       Z0, Z12, Z12
+	VPADDD       Z1, Z12, Z12
+	VPADDD       Z7, Z12, Z12
+	VFPCLASSPSZ  $0x81, Z7, K2
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z12
+	VPSRLD       $0x10, Z8, Z7
+	VPANDD       Z0, Z7, Z7
+	VPADDD       Z1, Z7, Z7
+	VPADDD       Z8, Z7, Z7
+	VFPCLASSPSZ  $0x81, Z8, K2
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z7
+	VPERMT2W     Z7, Z2, Z12
 	JMP          bf16fixed104
 
-bf16fix106:
+bf16fix105:
+	VPSRLD       $0x10, Z9, Z7
+	VPANDD       Z0, Z7, Z7
+	VPADDD       Z1, Z7, Z7
+	VPADDD       Z9, Z7, Z7
+	VFPCLASSPSZ  $0x81, Z9, K2
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z7
+	VPSRLD       $0x10, Z10, Z8
+	VPANDD       Z0, Z8, Z8
+	VPADDD       Z1, Z8, Z8
+	VPADDD       Z10, Z8, Z8
+	VFPCLASSPSZ  $0x81, Z10, K2
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z8
+	VPERMT2W     Z8, Z2, Z7
+	JMP          bf16fixed106
+
+bf16fix108:
 	VPSRLD       $0x10, Z7, Z8
 	VPANDD       Z0, Z8, Z8
 	VPADDD       Z1, Z8, Z8
@@ -59129,9 +59435,9 @@ bf16fix106:
 	VFPCLASSPSZ  $0x81, Z7, K2
 	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z8
 	VPERMT2W     Z8, Z2, Z8
-	JMP          bf16fixed107
+	JMP          bf16fixed109
 
-bf16fix109:
+bf16fix111:
 	VPSRLD       $0x10, Z7, Z8
 	VPANDD       Z0, Z8, Z8
 	VPADDD       Z1, Z8, Z8
@@ -59139,9 +59445,9 @@ bf16fix109:
 	VFPCLASSPSZ  $0x81, Z7, K2
 	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z8
 	VPERMT2W     Z8, Z2, Z8
-	JMP          bf16fixed110
+	JMP          bf16fixed112
 
-bf16fix112:
+bf16fix114:
 	VPSRLD       $0x10, Z7, Z8
 	VPANDD       Z0, Z8, Z8
 	VPADDD       Z1, Z8, Z8
@@ -59149,9 +59455,9 @@ bf16fix112:
 	VFPCLASSPSZ  $0x81, Z7, K3
 	VPBROADCASTD avx512bfnanhigh<>+0(SB), K3, Z8
 	VPERMT2W     Z8, Z2, Z8
-	JMP          bf16fixed113
+	JMP          bf16fixed115
 
-bf16fix115:
+bf16fix117:
 	VPSRLD       $0x10, Z7, Z8
 	VPANDD       Z0, Z8, Z8
 	VPADDD       Z1, Z8, Z8
@@ -59159,7 +59465,7 @@ bf16fix115:
 	VFPCLASSPSZ  $0x81, Z7, K3
 	VPBROADCASTD avx512bfnanhigh<>+0(SB), K3, Z8
 	VPERMT2W     Z8, Z2, Z8
-	JMP          bf16fixed116
+	JMP          bf16fixed118
 
 // func avx512bf16ForwardLayerBF16(j uintptr, from int, to int) int
 // Requires: AVX, AVX512BF16, AVX512BW, AVX512DQ, AVX512F, MMX+

@@ -45,8 +45,9 @@ import (
 // constant, VPMINUD across the vectors, one VPCMPUD and one KORTESTW per 64 lanes) 286 ns; one
 // KORTESTW per 64 lanes after KORW of the four classifications 264; no per-vector test at all,
 // VCMPPS or VMAXPS raising MXCSR's invalid and denormal flags instead, read once per row, 228-238
-// at 1x4096 and 2-3% at 1x1024, but a flagged row would have to be redone, which a row normalized
-// in place cannot be. Why it costs (2026-12-05, the same VM): in a loop of the scale pass's
+// at 1x4096 and 2-3% at 1x1024, but a flagged row has to be redone, which a row normalized in
+// place cannot be: the scale loops of rows out of place longer than spec.GroupMax take that
+// order since (bf16flags.go). Why it costs (2026-12-05, the same VM): in a loop of the scale pass's
 // arithmetic alone, four VFPCLASSPS add 0.36-0.47 ns per 64 lanes to the 1.1 of eight VMULPS and
 // two VCVTNE2PS2BF16, where four VADDPS, VMAXPS or VGETEXPPS add under 0.1: the classification
 // competes with the multiplies. With no check at all, ApplyToBF16 1x4096 still took 1.07x
@@ -133,6 +134,12 @@ func encodeCvt(lo, hi, dst int) []byte {
 
 // packCvt narrows a and b into one vector of bfloat16 lanes, a's in the low half, and returns it.
 func (g *gen) packCvt(a, b VecVirtual) VecVirtual {
+	if g.fast { // the row's check comes after its loop (bf16flags.go)
+		raiseFlags(a, b)
+		t := ZMM()
+		vcvtne2ps2bf16(a, b, t)
+		return t
+	}
 	ka, kb := K(), K()
 	VFPCLASSPSZ(U8(classFix), a, ka)
 	VFPCLASSPSZ(U8(classFix), b, kb)
@@ -156,6 +163,12 @@ func (g *gen) packCvt(a, b VecVirtual) VecVirtual {
 // narrowCvt returns a vector whose low 16 words are the bfloat16 rounding of v (the high 16
 // words repeat them).
 func (g *gen) narrowCvt(v VecVirtual) VecVirtual {
+	if g.fast {
+		raiseFlags(v, v)
+		t := ZMM()
+		vcvtne2ps2bf16(v, v, t)
+		return t
+	}
 	k := K()
 	VFPCLASSPSZ(U8(classFix), v, k)
 	t := ZMM()

@@ -171,6 +171,14 @@ type gen struct {
 	cold []func()
 	wide wideRegs // avx512bf16, bfloat16 rows: the VPERMW widening (bf16cvt.go)
 
+	// fast, while the scale loops of flagsChecked are emitted, has packCvt and narrowCvt raise
+	// MXCSR's flags instead of classifying their vectors; tail is where the unrolled scale loops
+	// being emitted go when done ("scaletail", or fastLoops' check). mx is the stack slot
+	// STMXCSR and LDMXCSR go through (bf16flags.go).
+	fast bool
+	tail string
+	mx   Mem
+
 	labels int
 }
 
@@ -280,6 +288,9 @@ func (g *gen) locals() {
 	if !g.s.masked && g.oneLoop() {
 		g.xrRow = AllocLocal(8)
 	}
+	if g.flagsChecked() {
+		g.mx = AllocLocal(8) // MXCSR in the low 4 bytes; 8 keep the frame a multiple of 8
+	}
 	g.fd, g.rd = AllocLocal(4), AllocLocal(4)
 }
 
@@ -304,6 +315,7 @@ func (g *gen) prologue() {
 	MOVQ(ds, g.dstStrideB)
 	g.loadBF16Consts()
 	g.loadWidenConsts()
+	g.clearFlags()
 
 	g.divisor()
 	if g.s.masked {
@@ -1191,6 +1203,7 @@ func (g *gen) scale(src GPVirtual, invv, one VecVirtual) {
 	XORQ(i, i)
 	MOVQ(g.d(), lim)
 	SUBQ(U32(unroll*s.lanes), lim)
+	g.tail = "scaletail"
 	// forms emits a loop for each weight form, named name, name+"offset" and name+"noweight",
 	// chosen once per row by w and flagOffset (from fl when it is set): a test per iteration
 	// measured 5% slower on avx512 binary16 rows in L1. The choice reads flagOffset from fl; the
@@ -1216,6 +1229,7 @@ func (g *gen) scale(src GPVirtual, invv, one VecVirtual) {
 		MOVL(g.flags(), fl)
 		TESTL(U32(spec.FlagNT), fl)
 		JNZ(LabelRef("scalent"))
+		g.fastLoops(src, i, pf, fl, forms)
 		forms("scaleloop", pf, fl, false)
 	} else {
 		// A loop for each memory mode (and weight form), chosen once per row: flagNT comes with
@@ -1224,6 +1238,7 @@ func (g *gen) scale(src GPVirtual, invv, one VecVirtual) {
 		JNZ(LabelRef("scalent"))
 		TESTL(U32(spec.FlagPF), g.flags())
 		JNZ(LabelRef("scalepf"))
+		g.fastLoops(src, i, nil, nil, forms)
 		forms("scaleloop", nil, nil, false)
 		Label("scalepf")
 		pf = g.pfOffset(1)
@@ -1344,7 +1359,7 @@ func (g *gen) scaleLoop(name string, src, i, lim, pf, fl GPVirtual, invv, one Ve
 		defer g.release()
 	}
 	CMPQ(i, lim)
-	JG(LabelRef("scaletail"))
+	JG(LabelRef(g.tail))
 	var xs []VecVirtual // x of the iteration, converted one iteration ahead (convertsAhead)
 	if g.convertsAhead(form) {
 		// The first iteration's x here; the back edge goes to head, past it.
@@ -1425,7 +1440,7 @@ func (g *gen) scaleLoop(name string, src, i, lim, pf, fl GPVirtual, invv, one Ve
 	if xs != nil {
 		CMPQ(i, lim)
 		JLE(LabelRef(head))
-		JMP(LabelRef("scaletail"))
+		JMP(LabelRef(g.tail))
 	} else {
 		JMP(LabelRef(head))
 	}

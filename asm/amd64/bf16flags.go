@@ -1,0 +1,103 @@
+package main
+
+import (
+	"github.com/gosimd/rmsnorm/asm/internal/spec"
+
+	. "github.com/mmcloughlin/avo/build"
+	. "github.com/mmcloughlin/avo/operand"
+	. "github.com/mmcloughlin/avo/reg"
+)
+
+// The scale pass of the avx512bf16 RMSNorm functions (bfloat16 output) classifies every pair of
+// vectors before VCVTNE2PS2BF16 narrows it (packCvt), so that subnormal and NaN lanes take the
+// exact integer rounding. On a Zen 5 that classification is a fifth of ForwardBF16's time at
+// 1x4096: VFPCLASSPS runs on the pipes that multiply, which bound the loop (bf16cvt.go).
+//
+// Rows whose output does not overwrite their input take loops without it. Each pair of vectors
+// goes through one VMAXPS instead, whose result is not used: with MXCSR's exceptions masked (as Go
+// leaves them) and DAZ clear, VMAXPS sets MXCSR's invalid-operation flag (IE) when a lane is a NaN,
+// quiet or signalling, and its denormal flag (DE) when a lane is subnormal. VMAXPS runs on the
+// pipes that add, beside the multiplies. After the row's unrolled loop one STMXCSR reads the two
+// flags; when either is set the row's loop runs again from its start with the classification,
+// the output written so far overwritten (the flags cleared first). The rest of the row (the tail)
+// is narrowed with the classification either way. The flags can only be set too often (a
+// subnormal x or weight raises DE in the multiplies too; so does a subnormal x in the row's sum
+// pass), never too rarely, and a row redone gives the classified loop's bits: the contract holds
+// whatever the flags say.
+//
+// The flags are sticky and shared by everything that runs on the thread, so the function clears
+// them on the way in when they are set (one STMXCSR per call, LDMXCSR only then) and after a
+// flagged row, and leaves them cleared: Go has no access to MXCSR's flags, and its goroutines
+// share a thread's MXCSR without saving it, so no Go code can rely on them; C code tests them
+// after clearing them (feclearexcept, then fetestexcept). The signal handlers of the runtime
+// return through the kernel's restore of the interrupted MXCSR, and the functions are not
+// preempted asynchronously (assembly has no safe points), so nothing else reaches the flags
+// between the loop and its STMXCSR.
+//
+// The loops serve rows longer than spec.GroupMax (a row that takes one classified loop from
+// memory, flagNT, or is normalized in place, dst being x, keeps it: its input is gone once the
+// row is written). STMXCSR waits for the row's arithmetic to retire, which shorter rows, grouped
+// four at a time, notice: a hand-edited first version that read the flags after every row took
+// 8-13% longer at 1x128 (Zen 5). Measured on a Zen 5 (the test binaries of the code before and
+// with these loops alternated eight times, benchstat): ForwardBF16 1x1024 89.5 -> 82.9 ns (-7.5%),
+// 1x4096 244.4 -> 205.7 (-16%); with RoundNormalized, whose rounding of x*inv was classified too,
+// 141.3 -> 126.4 (-11%), 406.1 -> 300.5 (-26%) and 1x16384 1434 -> 1122 (-22%); UnitOffset 1x4096
+// 278.8 -> 257.0 (-7.8%); ApplyToBF16 1x4096 226.5 -> 211.9 (-6.5%); 1x128, 1x16384 without
+// RoundNormalized and the streamed shapes within the noise.
+
+// mxFlags are MXCSR's invalid-operation (bit 0) and denormal (bit 1) flags.
+const mxFlags = 0b11
+
+// flagsChecked reports whether the function's scale pass has the loops above: the avx512bf16
+// RMSNorm functions, whose output is bfloat16.
+func (g *gen) flagsChecked() bool {
+	return g.cvt && g.out() == spec.BF16 && !g.v.Layer
+}
+
+// clearFlags clears MXCSR's flags of mxFlags when they are set and the rows are long enough for
+// fastLoops (prologue).
+func (g *gen) clearFlags() {
+	if !g.flagsChecked() {
+		return
+	}
+	Comment("MXCSR's invalid and denormal flags cleared for the rows that read them (bf16flags.go).")
+	CMPQ(g.d(), U32(spec.GroupMax))
+	JBE(LabelRef("mxclear"))
+	STMXCSR(g.mx)
+	TESTL(U32(mxFlags), g.mx)
+	JZ(LabelRef("mxclear"))
+	ANDL(U32(^uint32(mxFlags)), g.mx)
+	LDMXCSR(g.mx)
+	Label("mxclear")
+}
+
+// fastLoops emits, in the functions of flagsChecked, the scale loops of a row without the
+// classification (g.fast) under the names scalefastloop..., each form's chosen by forms (see
+// scale), and the check of MXCSR's flags after them, which goes on to the row's tail or back
+// through scalechecked, where the caller emits the classified loops, with i = 0.
+func (g *gen) fastLoops(src, i, pf, fl GPVirtual, forms func(name string, pf, fl GPVirtual, nt bool)) {
+	if !g.flagsChecked() {
+		return
+	}
+	CMPQ(g.d(), U32(spec.GroupMax))
+	JBE(LabelRef("scalechecked"))
+	CMPQ(src, g.dst)
+	JE(LabelRef("scalechecked")) // in place
+	g.fast, g.tail = true, "scalefastdone"
+	forms("scalefastloop", pf, fl, false)
+	g.fast, g.tail = false, "scaletail"
+	Label("scalefastdone")
+	STMXCSR(g.mx)
+	TESTL(U32(mxFlags), g.mx)
+	JZ(LabelRef("scaletail"))
+	Comment("A NaN or a subnormal among the lanes narrowed, or one before them: the row again, classified.")
+	ANDL(U32(^uint32(mxFlags)), g.mx)
+	LDMXCSR(g.mx)
+	XORQ(i, i)
+	Label("scalechecked")
+}
+
+// raiseFlags has VMAXPS read a and b (see above); its result is not used.
+func raiseFlags(a, b VecVirtual) {
+	VMAXPS(b, a, ZMM())
+}

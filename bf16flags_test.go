@@ -1,0 +1,150 @@
+package rmsnorm
+
+import (
+	"fmt"
+	"math"
+	"slices"
+	"testing"
+)
+
+// On a CPU with AVX512_BF16, rows longer than groupMax normalized out of place into bfloat16 take
+// scale loops that do not classify each pair of vectors before VCVTNE2PS2BF16: they have VMAXPS
+// raise MXCSR's invalid and denormal flags, read once per row, and a flagged row is redone with
+// the classification (asm/amd64/bf16flags.go). Most lanes the narrowing gets wrong raise a flag in
+// the multiplies already (a subnormal x, a signalling NaN, Inf*0), so the other tests pass whether
+// or not the check reads the products at all. TestBF16FlaggedLanes makes the lanes that only the
+// check finds: a product that underflows to a subnormal from normal operands, x*inv so (which
+// RoundNormalized rounds and, flushed to zero, would pass through the weight unnoticed), and
+// quiet NaN weights with a sign or a payload that VCVTNE2PS2BF16 keeps. One such lane per call,
+// in each vector of the unrolled loop's first, middle and last iterations and in the tail, in
+// one row of three (the others are ordinary), for rows of bfloat16 and of float32, every weight
+// form, RoundNormalized, the residual, out of place and in place; every kernel under test gives
+// generic's bits.
+func TestBF16FlaggedLanes(t *testing.T) {
+	logBF16Paths(t)
+	const rows = 3
+	const big = 0x1p50 // the rows' scale: inv about 2^-50 (ss/d about 2^100, in range for d up to 2^27)
+	type lane struct {
+		name string
+		// set makes lane p of the middle row special; w is the weight (1+w with offset).
+		set func(x, res, w []float32, p int, mode weightMode)
+		// forms the lane needs: NaN weights need a weight.
+		weightOnly bool
+	}
+	lanes := []lane{
+		{name: "subnormal y from normal x*inv and weight", set: func(x, res, w []float32, p int, mode weightMode) {
+			// x*inv about 2^-110, and x's square a normal float32: a subnormal square would raise
+			// the denormal flag in the sum pass's add.
+			x[p], res[p] = 0x1p-60, 0
+			switch mode {
+			case weighted:
+				w[p] = 0x1p-18 // y about 2^-128, a bfloat16 subnormal
+			case offset:
+				w[p] = -1 + 0x1p-18 // 1+w is 2^-18 exactly
+			}
+		}},
+		{name: "subnormal x*inv", set: func(x, res, w []float32, p int, mode weightMode) {
+			x[p], res[p] = 0x1p-80, 0 // x*inv about 2^-130 (x's square rounds to 0); with a weight of 2^8 y is normal
+			if mode != unweighted {
+				w[p] = 0x1p8
+				if mode == offset {
+					w[p] = 0x1p8 - 1
+				}
+			}
+		}},
+		{name: "quiet NaN weight, payload", weightOnly: true, set: func(x, res, w []float32, p int, mode weightMode) {
+			w[p] = math.Float32frombits(0x7fc12345)
+		}},
+		{name: "quiet NaN weight, negative", weightOnly: true, set: func(x, res, w []float32, p int, mode weightMode) {
+			w[p] = math.Float32frombits(0xffc00000)
+		}},
+	}
+	calls := 0
+	for _, d := range []int{513, 1000, 1024, 4096} {
+		var positions []int
+		for _, base := range []int{0, (d/128)*64 - 64, (d/64)*64 - 64} { // the first, a middle and the last iteration
+			for _, off := range []int{0, 17, 33, 63} { // each vector of it
+				positions = append(positions, base+off)
+			}
+		}
+		if d%64 != 0 {
+			positions = append(positions, d-1) // the tail, classified
+		}
+		for _, ln := range lanes {
+			for _, p := range positions {
+				for _, f := range []format{formatBF16, formatToBF16} {
+					for _, mode := range []weightMode{weighted, offset, unweighted} {
+						if ln.weightOnly && mode == unweighted {
+							continue
+						}
+						for _, rn := range []bool{false, true} {
+							if rn && mode == unweighted {
+								continue // RoundNormalized comes with a weight
+							}
+							for _, residual := range []bool{false, true} {
+								for _, inPlace := range []bool{false, true} {
+									if inPlace && f == formatToBF16 {
+										continue // the types differ
+									}
+									r := seedFor(d, p, int(f))
+									x, res, w := make([]float32, rows*d), make([]float32, rows*d), make([]float32, d)
+									fill(x, classNormal, r)
+									fill(res, classNormal, r)
+									fill(w, classNormal, r)
+									for i := range x {
+										x[i] *= big
+										res[i] *= big
+									}
+									ln.set(x[d:2*d], res[d:2*d], w, p, mode)
+									n := Norm{Weight: w, Eps: 1e-6, UnitOffset: mode == offset, RoundNormalized: rn}
+									if mode == unweighted {
+										n = Norm{Dim: d, Eps: 1e-6}
+									}
+									ctx := fmt.Sprintf("%s: d=%d p=%d %s mode=%d rn=%v residual=%v inplace=%v",
+										ln.name, d, p, applyNamesOf[f].fn, mode, rn, residual, inPlace)
+									want, wantH := flaggedCall(kernelGeneric, &n, f, x, res, residual, inPlace)
+									for _, k := range testKernels() {
+										got, gotH := flaggedCall(k, &n, f, x, res, residual, inPlace)
+										check16Exact(t, fmt.Sprintf("%s %s dst", k, ctx), got, want)
+										check16Exact(t, fmt.Sprintf("%s %s residual", k, ctx), gotH, wantH)
+										calls++
+									}
+								}
+							}
+						}
+					}
+				}
+			}
+		}
+	}
+	t.Logf("%d calls on kernels %v", calls, testKernels())
+}
+
+// flaggedCall normalizes the rows of x (narrowed to bfloat16 first for formatBF16) with kernel k
+// into bfloat16 and returns the output and, with residual, the residual stream after the call as
+// bfloat16 bits (float32 bits cut in two halves, high first, for formatToBF16's float32 stream).
+func flaggedCall(k kernelID, n *Norm, f format, x, res []float32, residual, inPlace bool) (dst, h []uint16) {
+	if f == formatToBF16 {
+		dst = make([]uint16, len(x))
+		var r32 []float32
+		if residual {
+			r32 = slices.Clone(res)
+		}
+		applyKernel(k, n, f, &rowsOf[uint16, float32]{Dst: dst, X: slices.Clone(x), Residual: r32})
+		for _, v := range r32 {
+			b := math.Float32bits(v)
+			h = append(h, uint16(b>>16), uint16(b))
+		}
+		return dst, h
+	}
+	x16 := narrowAll(x, formatBF16)
+	if residual {
+		h = narrowAll(res, formatBF16)
+	}
+	dst = make([]uint16, len(x16))
+	if inPlace {
+		dst = x16
+	}
+	applyRowsWith(k, n, f, dst, x16, h, nil, 0, 0)
+	return dst, h
+}

@@ -17,25 +17,30 @@ import (
 // RoundNormalized rounds and, flushed to zero, would pass through the weight unnoticed), and
 // quiet NaN weights with a sign or a payload that VCVTNE2PS2BF16 keeps. One such lane per call,
 // in each vector of the unrolled loop's first, middle and last iterations and in the tail, in
-// one row of three (the others are ordinary), for rows of bfloat16 and of float32, every weight
-// form, RoundNormalized, the residual, out of place and in place; every kernel under test gives
+// one row of three (the others are ordinary), for rows of bfloat16 and of float32, RMSNorm and
+// LayerNorm (Center, Bias: a subnormal centered product, a quiet NaN bias), every weight form,
+// RoundNormalized, the residual, out of place and in place; every kernel under test gives
 // generic's bits.
 func TestBF16FlaggedLanes(t *testing.T) {
 	logBF16Paths(t)
 	const rows = 3
 	const big = 0x1p50 // the rows' scale: inv about 2^-50 (ss/d about 2^100, in range for d up to 2^27)
+	type norm struct{ center, bias bool }
 	type lane struct {
 		name string
-		// set makes lane p of the middle row special; w is the weight (1+w with offset).
-		set func(x, res, w []float32, p int, mode weightMode)
-		// forms the lane needs: NaN weights need a weight.
-		weightOnly bool
+		// set makes lane p of the middle row special (x, res), or of the weight (1+w with
+		// offset) or the bias.
+		set func(x, res, w, b []float32, p int, mode weightMode)
+		// ok reports whether the lane is one for the form.
+		ok func(n norm, mode weightMode) bool
 	}
+	uncentered := func(n norm, mode weightMode) bool { return !n.center }
+	weight := func(n norm, mode weightMode) bool { return mode != unweighted }
 	lanes := []lane{
-		{name: "subnormal y from normal x*inv and weight", set: func(x, res, w []float32, p int, mode weightMode) {
+		{name: "subnormal y from normal x*inv and weight", ok: uncentered, set: func(x, res, w, b []float32, p int, mode weightMode) {
 			// x*inv about 2^-110, and x's square a normal float32: a subnormal square would raise
 			// the denormal flag in the sum pass's add.
-			x[p], res[p] = 0x1p-60, 0
+			x[p], res[p], b[p] = 0x1p-60, 0, 0
 			switch mode {
 			case weighted:
 				w[p] = 0x1p-18 // y about 2^-128, a bfloat16 subnormal
@@ -43,7 +48,7 @@ func TestBF16FlaggedLanes(t *testing.T) {
 				w[p] = -1 + 0x1p-18 // 1+w is 2^-18 exactly
 			}
 		}},
-		{name: "subnormal x*inv", set: func(x, res, w []float32, p int, mode weightMode) {
+		{name: "subnormal x*inv", ok: uncentered, set: func(x, res, w, b []float32, p int, mode weightMode) {
 			x[p], res[p] = 0x1p-80, 0 // x*inv about 2^-130 (x's square rounds to 0); with a weight of 2^8 y is normal
 			if mode != unweighted {
 				w[p] = 0x1p8
@@ -51,63 +56,81 @@ func TestBF16FlaggedLanes(t *testing.T) {
 					w[p] = 0x1p8 - 1
 				}
 			}
+			b[p] = 0
 		}},
-		{name: "quiet NaN weight, payload", weightOnly: true, set: func(x, res, w []float32, p int, mode weightMode) {
+		{name: "subnormal y, centered", ok: func(n norm, mode weightMode) bool { return n.center && mode == weighted },
+			set: func(x, res, w, b []float32, p int, mode weightMode) {
+				// (x-mean)*inv is -mean*inv, about d^-1/2; times 2^-126 a subnormal.
+				x[p], res[p], b[p], w[p] = 0, 0, 0, 0x1p-126
+			}},
+		{name: "quiet NaN weight, payload", ok: weight, set: func(x, res, w, b []float32, p int, mode weightMode) {
 			w[p] = math.Float32frombits(0x7fc12345)
 		}},
-		{name: "quiet NaN weight, negative", weightOnly: true, set: func(x, res, w []float32, p int, mode weightMode) {
+		{name: "quiet NaN weight, negative", ok: weight, set: func(x, res, w, b []float32, p int, mode weightMode) {
 			w[p] = math.Float32frombits(0xffc00000)
+		}},
+		{name: "quiet NaN bias", ok: func(n norm, mode weightMode) bool { return n.bias }, set: func(x, res, w, b []float32, p int, mode weightMode) {
+			b[p] = math.Float32frombits(0xffc0abcd)
 		}},
 	}
 	calls := 0
-	for _, d := range []int{513, 1000, 1024, 4096} {
-		var positions []int
-		for _, base := range []int{0, (d/128)*64 - 64, (d/64)*64 - 64} { // the first, a middle and the last iteration
-			for _, off := range []int{0, 17, 33, 63} { // each vector of it
-				positions = append(positions, base+off)
+	for _, nm := range []norm{{}, {bias: true}, {center: true}, {center: true, bias: true}} {
+		dims := []int{513, 1000, 1024, 4096}
+		if testing.Short() { // the emulated CPUs of CI, where no kernel has these loops
+			dims = []int{1000}
+		}
+		for _, d := range dims {
+			var positions []int
+			for _, base := range []int{0, (d/128)*64 - 64, (d/64)*64 - 64} { // the first, a middle and the last iteration
+				for _, off := range []int{0, 17, 33, 63} { // each vector of it
+					positions = append(positions, base+off)
+				}
 			}
-		}
-		if d%64 != 0 {
-			positions = append(positions, d-1) // the tail, classified
-		}
-		for _, ln := range lanes {
-			for _, p := range positions {
-				for _, f := range []format{formatBF16, formatToBF16} {
-					for _, mode := range []weightMode{weighted, offset, unweighted} {
-						if ln.weightOnly && mode == unweighted {
-							continue
-						}
-						for _, rn := range []bool{false, true} {
-							if rn && mode == unweighted {
-								continue // RoundNormalized comes with a weight
+			if d%64 != 0 {
+				positions = append(positions, d-1) // the tail, classified
+			}
+			if testing.Short() {
+				positions = []int{0, 33, (d/64)*64 - 1, d - 1}
+			}
+			for _, ln := range lanes {
+				for _, p := range positions {
+					for _, f := range []format{formatBF16, formatToBF16} {
+						for _, mode := range []weightMode{weighted, offset, unweighted} {
+							if !ln.ok(nm, mode) {
+								continue
 							}
-							for _, residual := range []bool{false, true} {
-								for _, inPlace := range []bool{false, true} {
-									if inPlace && f == formatToBF16 {
-										continue // the types differ
-									}
-									r := seedFor(d, p, int(f))
-									x, res, w := make([]float32, rows*d), make([]float32, rows*d), make([]float32, d)
-									fill(x, classNormal, r)
-									fill(res, classNormal, r)
-									fill(w, classNormal, r)
-									for i := range x {
-										x[i] *= big
-										res[i] *= big
-									}
-									ln.set(x[d:2*d], res[d:2*d], w, p, mode)
-									n := Norm{Weight: w, Eps: 1e-6, UnitOffset: mode == offset, RoundNormalized: rn}
-									if mode == unweighted {
-										n = Norm{Dim: d, Eps: 1e-6}
-									}
-									ctx := fmt.Sprintf("%s: d=%d p=%d %s mode=%d rn=%v residual=%v inplace=%v",
-										ln.name, d, p, applyNamesOf[f].fn, mode, rn, residual, inPlace)
-									want, wantH := flaggedCall(kernelGeneric, &n, f, x, res, residual, inPlace)
-									for _, k := range testKernels() {
-										got, gotH := flaggedCall(k, &n, f, x, res, residual, inPlace)
-										check16Exact(t, fmt.Sprintf("%s %s dst", k, ctx), got, want)
-										check16Exact(t, fmt.Sprintf("%s %s residual", k, ctx), gotH, wantH)
-										calls++
+							for _, rn := range []bool{false, true} {
+								if rn && mode == unweighted {
+									continue // RoundNormalized comes with a weight
+								}
+								for _, residual := range []bool{false, true} {
+									for _, inPlace := range []bool{false, true} {
+										if inPlace && f == formatToBF16 {
+											continue // the types differ
+										}
+										x, res, w, b := normalInputs(seedFor(d, p, int(f)), rows, d)
+										for i := range x {
+											x[i] *= big
+											res[i] *= big
+										}
+										ln.set(x[d:2*d], res[d:2*d], w, b, p, mode)
+										n := Norm{Weight: w, Eps: 1e-6, UnitOffset: mode == offset, RoundNormalized: rn}
+										if mode == unweighted {
+											n = Norm{Dim: d, Eps: 1e-6}
+										}
+										n.Center = nm.center
+										if nm.bias {
+											n.Bias = b
+										}
+										ctx := fmt.Sprintf("%s: d=%d p=%d %s center=%v bias=%v mode=%d rn=%v residual=%v inplace=%v",
+											ln.name, d, p, applyNamesOf[f].fn, nm.center, nm.bias, mode, rn, residual, inPlace)
+										want, wantH := flaggedCall(kernelGeneric, &n, f, x, res, residual, inPlace)
+										for _, k := range testKernels() {
+											got, gotH := flaggedCall(k, &n, f, x, res, residual, inPlace)
+											check16Exact(t, fmt.Sprintf("%s %s dst", k, ctx), got, want)
+											check16Exact(t, fmt.Sprintf("%s %s residual", k, ctx), gotH, wantH)
+											calls++
+										}
 									}
 								}
 							}

@@ -35,12 +35,7 @@ func TestBF16NaNLanesExact(t *testing.T) {
 								for _, d := range []int{64, 100, 257, 1000} {
 									r := rand.New(rand.NewPCG(uint64(d), uint64(f)))
 									const rows = 3
-									x, res := make([]float32, rows*d), make([]float32, rows*d)
-									w, b := make([]float32, d), make([]float32, d)
-									fill(x, classNormal, r)
-									fill(res, classNormal, r)
-									fill(w, classNormal, r)
-									fill(b, classNormal, r)
+									x, res, w, b := normalInputs(r, rows, d)
 									for q := 3; q < d; q += 37 {
 										nan := math.Float32frombits(nanBits[q%len(nanBits)])
 										switch q % 3 {

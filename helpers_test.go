@@ -152,6 +152,17 @@ func fill(s []float32, c valueClass, r *rand.Rand) {
 	}
 }
 
+// normalInputs returns rows rows of d elements for x and for the residual, a weight and a bias,
+// all of classNormal drawn from r in that order.
+func normalInputs(r *rand.Rand, rows, d int) (x, res, w, b []float32) {
+	x, res = make([]float32, rows*d), make([]float32, rows*d)
+	w, b = make([]float32, d), make([]float32, d)
+	for _, s := range [][]float32{x, res, w, b} {
+		fill(s, classNormal, r)
+	}
+	return x, res, w, b
+}
+
 // seedFor makes reproducible sub-test seeds.
 func seedFor(parts ...int) *rand.Rand {
 	var h uint64 = 0x9e3779b97f4a7c15

@@ -59468,8 +59468,8 @@ bf16fix117:
 	JMP          bf16fixed118
 
 // func avx512bf16ForwardLayerBF16(j uintptr, from int, to int) int
-// Requires: AVX, AVX512BF16, AVX512BW, AVX512DQ, AVX512F, MMX+
-TEXT ·avx512bf16ForwardLayerBF16(SB), NOSPLIT, $448-32
+// Requires: AVX, AVX512BF16, AVX512BW, AVX512DQ, AVX512F, MMX+, SSE
+TEXT ·avx512bf16ForwardLayerBF16(SB), NOSPLIT, $456-32
 	// avx512bf16ForwardLayerBF16 normalizes rows [from, to) of the job: LayerNorm on BF16 rows: y = round16(((x-m)*inv)*w + b), round16(((x-m)*inv)*(1+w) + b) with flagOffset, or round16((x-m)*inv + b) with w nil (with flagRN and a weight, round16((x-m)*inv) in place of ((x-m)*inv)), m the row's mean with flagCenter (else +0; stored to mean[r] when mean is not nil), b the bias (nothing added when it is nil), for each row; with res, h = round16(x + res) and res = h per element first, and h in place of x.
 	// It stops before the first row that needs the float64 path and returns that row's index, or to.
 	MOVQ  j+0(FP), AX
@@ -59495,11 +59495,21 @@ rowsset:
 	MOVL         $0xaaaaaaaa, R8
 	KMOVD        R8, K1
 
+	// MXCSR's invalid and denormal flags cleared for the rows that read them (bf16flags.go).
+	CMPQ    job_d+0(AX), $0x00000200
+	JBE     mxclear
+	STMXCSR 440(SP)
+	TESTL   $0x00000003, 440(SP)
+	JZ      mxclear
+	ANDL    $0xfffffffc, 440(SP)
+	LDMXCSR 440(SP)
+
+mxclear:
 	// fd = float32(d); rd = 1/d when d is a power of two (a/d is then a*rd exactly), else 0.
 	MOVQ       job_d+0(AX), R8
 	VMOVSS     one<>+0(SB), X5
 	VCVTSI2SSQ R8, X5, X5
-	VMOVSS     X5, 440(SP)
+	VMOVSS     X5, 448(SP)
 	XORL       R10, R10
 	LEAQ       -1(R8), R9
 	TESTQ      R8, R9
@@ -59510,7 +59520,7 @@ rowsset:
 	SHLL       $0x17, R10
 
 notpow2:
-	MOVL         R10, 444(SP)
+	MOVL         R10, 452(SP)
 	VBROADCASTSS one<>+0(SB), Z5
 	TESTL        $0x00000010, job_flags+0(AX)
 	JNZ          weightadd1
@@ -59778,14 +59788,14 @@ ordered:
 	MOVL          $0x00001111, R8
 	KMOVW         R8, K2
 	VCOMPRESSPS.Z Z8, K2, Z7
-	CMPL          444(SP), $0x00
+	CMPL          452(SP), $0x00
 	JE            divide3
-	VBROADCASTSS  444(SP), Z8
+	VBROADCASTSS  452(SP), Z8
 	VMULPS        Z8, Z7, Z7
 	JMP           divided4
 
 divide3:
-	VBROADCASTSS 440(SP), Z8
+	VBROADCASTSS 448(SP), Z8
 	VDIVPS       Z8, Z7, Z7
 
 divided4:
@@ -60177,13 +60187,13 @@ mean:
 	VSUBSS   X7, X7, X6
 	VUCOMISS X6, X6
 	JPS      ret
-	CMPL     444(SP), $0x00
+	CMPL     452(SP), $0x00
 	JE       divide30
-	VMULSS   444(SP), X7, X6
+	VMULSS   452(SP), X7, X6
 	JMP      divided31
 
 divide30:
-	VDIVSS 440(SP), X7, X6
+	VDIVSS 448(SP), X7, X6
 
 divided31:
 	VBROADCASTSS X6, Z6
@@ -60460,13 +60470,13 @@ invone:
 	VADDPS     Z8, Z7, Z7
 
 	// t = ss/d + eps; rows with t outside [2^-100, MaxFloat32] take the float64 path.
-	CMPL   444(SP), $0x00
+	CMPL   452(SP), $0x00
 	JE     divide33
-	VMULSS 444(SP), X7, X7
+	VMULSS 452(SP), X7, X7
 	JMP    divided34
 
 divide33:
-	VDIVSS 440(SP), X7, X7
+	VDIVSS 448(SP), X7, X7
 
 divided34:
 	VADDSS   job_eps+0(AX), X7, X7
@@ -60518,14 +60528,14 @@ invgroup:
 	VCOMPRESSPS.Z Z8, K2, Z7
 
 	// t = ss/d + eps for the four rows; any t outside [2^-100, MaxFloat32] sends the group to the one-row path.
-	CMPL         444(SP), $0x00
+	CMPL         452(SP), $0x00
 	JE           divide35
-	VBROADCASTSS 444(SP), Z8
+	VBROADCASTSS 452(SP), Z8
 	VMULPS       Z8, Z7, Z7
 	JMP          divided36
 
 divide35:
-	VBROADCASTSS 440(SP), Z8
+	VBROADCASTSS 448(SP), Z8
 	VDIVPS       Z8, Z7, Z7
 
 divided36:
@@ -60595,19 +60605,23 @@ longrows37:
 	MOVL  job_flags+0(AX), R11
 	TESTL $0x00000001, R11
 	JNZ   scalent
+	CMPQ  job_d+0(AX), $0x00000200
+	JBE   scalechecked
+	CMPQ  DX, CX
+	JE    scalechecked
 	TESTQ SI, SI
-	JZ    scaleloopnoweight
+	JZ    scalefastloopnoweight
 	TESTL $0x00000010, R11
-	JNZ   scaleloopoffset
+	JNZ   scalefastloopoffset
 
 	PCALIGN $32
-scaleloop:
+scalefastloop:
 	CMPQ  R8, R9
-	JG    scaletail
+	JG    scalefastdone
 	TESTL $0x00000002, R11
-	JNZ   scalelooppf38
+	JNZ   scalefastlooppf38
 
-scaleloopbody39:
+scalefastloopbody39:
 	VPERMW.Z       (DX)(R8*2), Z3, K1, Z8
 	VSUBPS         Z6, Z8, Z8
 	VMULPS         Z7, Z8, Z8
@@ -60622,24 +60636,14 @@ scaleloopbody39:
 	VMULPS         Z7, Z11, Z11
 	TESTL          $0x00000008, job_flags+0(AX)
 	JZ             notrn40
-	VFPCLASSPSZ    $0xa1, Z8, K2
-	VFPCLASSPSZ    $0xa1, Z9, K3
-	KORTESTW       K3, K2
-	JNZ            bf16fix41
-	BYTE $0x62; BYTE $0x52; BYTE $0x37; BYTE $0x48; BYTE $0x72; BYTE $0xe8 // VCVTNE2PS2BF16 Z8, Z9, Z13
-
-bf16fixed42:
-	VPERMW.Z       Z13, Z3, K1, Z8
-	VPERMW.Z       Z13, Z4, K1, Z9
-	VFPCLASSPSZ    $0xa1, Z10, K2
-	VFPCLASSPSZ    $0xa1, Z11, K3
-	KORTESTW       K3, K2
-	JNZ            bf16fix43
-	BYTE $0x62; BYTE $0x52; BYTE $0x27; BYTE $0x48; BYTE $0x72; BYTE $0xea // VCVTNE2PS2BF16 Z10, Z11, Z13
-
-bf16fixed44:
-	VPERMW.Z Z13, Z3, K1, Z10
-	VPERMW.Z Z13, Z4, K1, Z11
+	VMAXPS         Z9, Z8, Z13
+	BYTE $0x62; BYTE $0x52; BYTE $0x37; BYTE $0x48; BYTE $0x72; BYTE $0xc8 // VCVTNE2PS2BF16 Z8, Z9, Z9
+	VPERMW.Z       Z9, Z3, K1, Z8
+	VPERMW.Z       Z9, Z4, K1, Z9
+	VMAXPS         Z11, Z10, Z13
+	BYTE $0x62; BYTE $0x52; BYTE $0x27; BYTE $0x48; BYTE $0x72; BYTE $0xda // VCVTNE2PS2BF16 Z10, Z11, Z11
+	VPERMW.Z       Z11, Z3, K1, Z10
+	VPERMW.Z       Z11, Z4, K1, Z11
 
 notrn40:
 	VMULPS (SI)(R8*4), Z8, Z8
@@ -60648,45 +60652,35 @@ notrn40:
 	VMULPS 192(SI)(R8*4), Z11, Z11
 	MOVQ   job_bias+0(AX), R12
 	TESTQ  R12, R12
-	JZ     nobias45
+	JZ     nobias41
 	VADDPS (R12)(R8*4), Z8, Z8
 	VADDPS 64(R12)(R8*4), Z9, Z9
 	VADDPS 128(R12)(R8*4), Z10, Z10
 	VADDPS 192(R12)(R8*4), Z11, Z11
 
-nobias45:
-	VFPCLASSPSZ    $0xa1, Z8, K2
-	VFPCLASSPSZ    $0xa1, Z9, K3
-	KORTESTW       K3, K2
-	JNZ            bf16fix46
-	BYTE $0x62; BYTE $0x52; BYTE $0x37; BYTE $0x48; BYTE $0x72; BYTE $0xe8 // VCVTNE2PS2BF16 Z8, Z9, Z13
-
-bf16fixed47:
-	VMOVDQU64      Z13, (CX)(R8*2)
-	VFPCLASSPSZ    $0xa1, Z10, K2
-	VFPCLASSPSZ    $0xa1, Z11, K3
-	KORTESTW       K3, K2
-	JNZ            bf16fix48
+nobias41:
+	VMAXPS         Z9, Z8, Z13
+	BYTE $0x62; BYTE $0x52; BYTE $0x37; BYTE $0x48; BYTE $0x72; BYTE $0xc0 // VCVTNE2PS2BF16 Z8, Z9, Z8
+	VMOVDQU64      Z8, (CX)(R8*2)
+	VMAXPS         Z11, Z10, Z8
 	BYTE $0x62; BYTE $0x52; BYTE $0x27; BYTE $0x48; BYTE $0x72; BYTE $0xc2 // VCVTNE2PS2BF16 Z10, Z11, Z8
+	VMOVDQU64      Z8, 64(CX)(R8*2)
+	ADDQ           $0x00000040, R8
+	JMP            scalefastloop
 
-bf16fixed49:
-	VMOVDQU64 Z8, 64(CX)(R8*2)
-	ADDQ      $0x00000040, R8
-	JMP       scaleloop
-
-scalelooppf38:
+scalefastlooppf38:
 	PREFETCHT0 (R10)(R8*2)
 	PREFETCHT0 64(R10)(R8*2)
-	JMP        scaleloopbody39
+	JMP        scalefastloopbody39
 
 	PCALIGN $32
-scaleloopoffset:
+scalefastloopoffset:
 	CMPQ  R8, R9
-	JG    scaletail
+	JG    scalefastdone
 	TESTL $0x00000002, R11
-	JNZ   scaleloopoffsetpf50
+	JNZ   scalefastloopoffsetpf42
 
-scaleloopoffsetbody51:
+scalefastloopoffsetbody43:
 	VPERMW.Z       (DX)(R8*2), Z3, K1, Z8
 	VSUBPS         Z6, Z8, Z8
 	VMULPS         Z7, Z8, Z8
@@ -60700,27 +60694,17 @@ scaleloopoffsetbody51:
 	VSUBPS         Z6, Z11, Z11
 	VMULPS         Z7, Z11, Z11
 	TESTL          $0x00000008, job_flags+0(AX)
-	JZ             notrn52
-	VFPCLASSPSZ    $0xa1, Z8, K2
-	VFPCLASSPSZ    $0xa1, Z9, K3
-	KORTESTW       K3, K2
-	JNZ            bf16fix53
-	BYTE $0x62; BYTE $0x52; BYTE $0x37; BYTE $0x48; BYTE $0x72; BYTE $0xe8 // VCVTNE2PS2BF16 Z8, Z9, Z13
+	JZ             notrn44
+	VMAXPS         Z9, Z8, Z13
+	BYTE $0x62; BYTE $0x52; BYTE $0x37; BYTE $0x48; BYTE $0x72; BYTE $0xc8 // VCVTNE2PS2BF16 Z8, Z9, Z9
+	VPERMW.Z       Z9, Z3, K1, Z8
+	VPERMW.Z       Z9, Z4, K1, Z9
+	VMAXPS         Z11, Z10, Z13
+	BYTE $0x62; BYTE $0x52; BYTE $0x27; BYTE $0x48; BYTE $0x72; BYTE $0xda // VCVTNE2PS2BF16 Z10, Z11, Z11
+	VPERMW.Z       Z11, Z3, K1, Z10
+	VPERMW.Z       Z11, Z4, K1, Z11
 
-bf16fixed54:
-	VPERMW.Z       Z13, Z3, K1, Z8
-	VPERMW.Z       Z13, Z4, K1, Z9
-	VFPCLASSPSZ    $0xa1, Z10, K2
-	VFPCLASSPSZ    $0xa1, Z11, K3
-	KORTESTW       K3, K2
-	JNZ            bf16fix55
-	BYTE $0x62; BYTE $0x52; BYTE $0x27; BYTE $0x48; BYTE $0x72; BYTE $0xea // VCVTNE2PS2BF16 Z10, Z11, Z13
-
-bf16fixed56:
-	VPERMW.Z Z13, Z3, K1, Z10
-	VPERMW.Z Z13, Z4, K1, Z11
-
-notrn52:
+notrn44:
 	VMOVUPS (SI)(R8*4), Z13
 	VADDPS  Z5, Z13, Z13
 	VMULPS  Z13, Z8, Z8
@@ -60735,45 +60719,35 @@ notrn52:
 	VMULPS  Z13, Z11, Z11
 	MOVQ    job_bias+0(AX), R12
 	TESTQ   R12, R12
-	JZ      nobias57
+	JZ      nobias45
 	VADDPS  (R12)(R8*4), Z8, Z8
 	VADDPS  64(R12)(R8*4), Z9, Z9
 	VADDPS  128(R12)(R8*4), Z10, Z10
 	VADDPS  192(R12)(R8*4), Z11, Z11
 
-nobias57:
-	VFPCLASSPSZ    $0xa1, Z8, K2
-	VFPCLASSPSZ    $0xa1, Z9, K3
-	KORTESTW       K3, K2
-	JNZ            bf16fix58
-	BYTE $0x62; BYTE $0x52; BYTE $0x37; BYTE $0x48; BYTE $0x72; BYTE $0xe8 // VCVTNE2PS2BF16 Z8, Z9, Z13
-
-bf16fixed59:
-	VMOVDQU64      Z13, (CX)(R8*2)
-	VFPCLASSPSZ    $0xa1, Z10, K2
-	VFPCLASSPSZ    $0xa1, Z11, K3
-	KORTESTW       K3, K2
-	JNZ            bf16fix60
+nobias45:
+	VMAXPS         Z9, Z8, Z13
+	BYTE $0x62; BYTE $0x52; BYTE $0x37; BYTE $0x48; BYTE $0x72; BYTE $0xc0 // VCVTNE2PS2BF16 Z8, Z9, Z8
+	VMOVDQU64      Z8, (CX)(R8*2)
+	VMAXPS         Z11, Z10, Z8
 	BYTE $0x62; BYTE $0x52; BYTE $0x27; BYTE $0x48; BYTE $0x72; BYTE $0xc2 // VCVTNE2PS2BF16 Z10, Z11, Z8
+	VMOVDQU64      Z8, 64(CX)(R8*2)
+	ADDQ           $0x00000040, R8
+	JMP            scalefastloopoffset
 
-bf16fixed61:
-	VMOVDQU64 Z8, 64(CX)(R8*2)
-	ADDQ      $0x00000040, R8
-	JMP       scaleloopoffset
-
-scaleloopoffsetpf50:
+scalefastloopoffsetpf42:
 	PREFETCHT0 (R10)(R8*2)
 	PREFETCHT0 64(R10)(R8*2)
-	JMP        scaleloopoffsetbody51
+	JMP        scalefastloopoffsetbody43
 
 	PCALIGN $32
-scaleloopnoweight:
+scalefastloopnoweight:
 	CMPQ  R8, R9
-	JG    scaletail
+	JG    scalefastdone
 	TESTL $0x00000002, R11
-	JNZ   scaleloopnoweightpf62
+	JNZ   scalefastloopnoweightpf46
 
-scaleloopnoweightbody63:
+scalefastloopnoweightbody47:
 	VPERMW.Z (DX)(R8*2), Z3, K1, Z8
 	VSUBPS   Z6, Z8, Z8
 	VMULPS   Z7, Z8, Z8
@@ -60788,36 +60762,261 @@ scaleloopnoweightbody63:
 	VMULPS   Z7, Z11, Z11
 	MOVQ     job_bias+0(AX), R12
 	TESTQ    R12, R12
-	JZ       nobias64
+	JZ       nobias48
 	VADDPS   (R12)(R8*4), Z8, Z8
 	VADDPS   64(R12)(R8*4), Z9, Z9
 	VADDPS   128(R12)(R8*4), Z10, Z10
 	VADDPS   192(R12)(R8*4), Z11, Z11
 
-nobias64:
+nobias48:
+	VMAXPS         Z9, Z8, Z13
+	BYTE $0x62; BYTE $0x52; BYTE $0x37; BYTE $0x48; BYTE $0x72; BYTE $0xc0 // VCVTNE2PS2BF16 Z8, Z9, Z8
+	VMOVDQU64      Z8, (CX)(R8*2)
+	VMAXPS         Z11, Z10, Z8
+	BYTE $0x62; BYTE $0x52; BYTE $0x27; BYTE $0x48; BYTE $0x72; BYTE $0xc2 // VCVTNE2PS2BF16 Z10, Z11, Z8
+	VMOVDQU64      Z8, 64(CX)(R8*2)
+	ADDQ           $0x00000040, R8
+	JMP            scalefastloopnoweight
+
+scalefastloopnoweightpf46:
+	PREFETCHT0 (R10)(R8*2)
+	PREFETCHT0 64(R10)(R8*2)
+	JMP        scalefastloopnoweightbody47
+
+scalefastdone:
+	STMXCSR 440(SP)
+	TESTL   $0x00000003, 440(SP)
+	JZ      scaletail
+
+	// A NaN or a subnormal among the lanes narrowed, or one before them: the row again, classified.
+	ANDL    $0xfffffffc, 440(SP)
+	LDMXCSR 440(SP)
+	XORQ    R8, R8
+
+scalechecked:
+	TESTQ SI, SI
+	JZ    scaleloopnoweight
+	TESTL $0x00000010, R11
+	JNZ   scaleloopoffset
+
+	PCALIGN $32
+scaleloop:
+	CMPQ  R8, R9
+	JG    scaletail
+	TESTL $0x00000002, R11
+	JNZ   scalelooppf49
+
+scaleloopbody50:
+	VPERMW.Z       (DX)(R8*2), Z3, K1, Z8
+	VSUBPS         Z6, Z8, Z8
+	VMULPS         Z7, Z8, Z8
+	VPERMW.Z       (DX)(R8*2), Z4, K1, Z9
+	VSUBPS         Z6, Z9, Z9
+	VMULPS         Z7, Z9, Z9
+	VPERMW.Z       64(DX)(R8*2), Z3, K1, Z10
+	VSUBPS         Z6, Z10, Z10
+	VMULPS         Z7, Z10, Z10
+	VPERMW.Z       64(DX)(R8*2), Z4, K1, Z11
+	VSUBPS         Z6, Z11, Z11
+	VMULPS         Z7, Z11, Z11
+	TESTL          $0x00000008, job_flags+0(AX)
+	JZ             notrn51
 	VFPCLASSPSZ    $0xa1, Z8, K2
 	VFPCLASSPSZ    $0xa1, Z9, K3
 	KORTESTW       K3, K2
-	JNZ            bf16fix65
+	JNZ            bf16fix52
 	BYTE $0x62; BYTE $0x52; BYTE $0x37; BYTE $0x48; BYTE $0x72; BYTE $0xe8 // VCVTNE2PS2BF16 Z8, Z9, Z13
 
-bf16fixed66:
+bf16fixed53:
+	VPERMW.Z       Z13, Z3, K1, Z8
+	VPERMW.Z       Z13, Z4, K1, Z9
+	VFPCLASSPSZ    $0xa1, Z10, K2
+	VFPCLASSPSZ    $0xa1, Z11, K3
+	KORTESTW       K3, K2
+	JNZ            bf16fix54
+	BYTE $0x62; BYTE $0x52; BYTE $0x27; BYTE $0x48; BYTE $0x72; BYTE $0xea // VCVTNE2PS2BF16 Z10, Z11, Z13
+
+bf16fixed55:
+	VPERMW.Z Z13, Z3, K1, Z10
+	VPERMW.Z Z13, Z4, K1, Z11
+
+notrn51:
+	VMULPS (SI)(R8*4), Z8, Z8
+	VMULPS 64(SI)(R8*4), Z9, Z9
+	VMULPS 128(SI)(R8*4), Z10, Z10
+	VMULPS 192(SI)(R8*4), Z11, Z11
+	MOVQ   job_bias+0(AX), R12
+	TESTQ  R12, R12
+	JZ     nobias56
+	VADDPS (R12)(R8*4), Z8, Z8
+	VADDPS 64(R12)(R8*4), Z9, Z9
+	VADDPS 128(R12)(R8*4), Z10, Z10
+	VADDPS 192(R12)(R8*4), Z11, Z11
+
+nobias56:
+	VFPCLASSPSZ    $0xa1, Z8, K2
+	VFPCLASSPSZ    $0xa1, Z9, K3
+	KORTESTW       K3, K2
+	JNZ            bf16fix57
+	BYTE $0x62; BYTE $0x52; BYTE $0x37; BYTE $0x48; BYTE $0x72; BYTE $0xe8 // VCVTNE2PS2BF16 Z8, Z9, Z13
+
+bf16fixed58:
 	VMOVDQU64      Z13, (CX)(R8*2)
 	VFPCLASSPSZ    $0xa1, Z10, K2
 	VFPCLASSPSZ    $0xa1, Z11, K3
 	KORTESTW       K3, K2
-	JNZ            bf16fix67
+	JNZ            bf16fix59
 	BYTE $0x62; BYTE $0x52; BYTE $0x27; BYTE $0x48; BYTE $0x72; BYTE $0xc2 // VCVTNE2PS2BF16 Z10, Z11, Z8
 
-bf16fixed68:
+bf16fixed60:
+	VMOVDQU64 Z8, 64(CX)(R8*2)
+	ADDQ      $0x00000040, R8
+	JMP       scaleloop
+
+scalelooppf49:
+	PREFETCHT0 (R10)(R8*2)
+	PREFETCHT0 64(R10)(R8*2)
+	JMP        scaleloopbody50
+
+	PCALIGN $32
+scaleloopoffset:
+	CMPQ  R8, R9
+	JG    scaletail
+	TESTL $0x00000002, R11
+	JNZ   scaleloopoffsetpf61
+
+scaleloopoffsetbody62:
+	VPERMW.Z       (DX)(R8*2), Z3, K1, Z8
+	VSUBPS         Z6, Z8, Z8
+	VMULPS         Z7, Z8, Z8
+	VPERMW.Z       (DX)(R8*2), Z4, K1, Z9
+	VSUBPS         Z6, Z9, Z9
+	VMULPS         Z7, Z9, Z9
+	VPERMW.Z       64(DX)(R8*2), Z3, K1, Z10
+	VSUBPS         Z6, Z10, Z10
+	VMULPS         Z7, Z10, Z10
+	VPERMW.Z       64(DX)(R8*2), Z4, K1, Z11
+	VSUBPS         Z6, Z11, Z11
+	VMULPS         Z7, Z11, Z11
+	TESTL          $0x00000008, job_flags+0(AX)
+	JZ             notrn63
+	VFPCLASSPSZ    $0xa1, Z8, K2
+	VFPCLASSPSZ    $0xa1, Z9, K3
+	KORTESTW       K3, K2
+	JNZ            bf16fix64
+	BYTE $0x62; BYTE $0x52; BYTE $0x37; BYTE $0x48; BYTE $0x72; BYTE $0xe8 // VCVTNE2PS2BF16 Z8, Z9, Z13
+
+bf16fixed65:
+	VPERMW.Z       Z13, Z3, K1, Z8
+	VPERMW.Z       Z13, Z4, K1, Z9
+	VFPCLASSPSZ    $0xa1, Z10, K2
+	VFPCLASSPSZ    $0xa1, Z11, K3
+	KORTESTW       K3, K2
+	JNZ            bf16fix66
+	BYTE $0x62; BYTE $0x52; BYTE $0x27; BYTE $0x48; BYTE $0x72; BYTE $0xea // VCVTNE2PS2BF16 Z10, Z11, Z13
+
+bf16fixed67:
+	VPERMW.Z Z13, Z3, K1, Z10
+	VPERMW.Z Z13, Z4, K1, Z11
+
+notrn63:
+	VMOVUPS (SI)(R8*4), Z13
+	VADDPS  Z5, Z13, Z13
+	VMULPS  Z13, Z8, Z8
+	VMOVUPS 64(SI)(R8*4), Z13
+	VADDPS  Z5, Z13, Z13
+	VMULPS  Z13, Z9, Z9
+	VMOVUPS 128(SI)(R8*4), Z13
+	VADDPS  Z5, Z13, Z13
+	VMULPS  Z13, Z10, Z10
+	VMOVUPS 192(SI)(R8*4), Z13
+	VADDPS  Z5, Z13, Z13
+	VMULPS  Z13, Z11, Z11
+	MOVQ    job_bias+0(AX), R12
+	TESTQ   R12, R12
+	JZ      nobias68
+	VADDPS  (R12)(R8*4), Z8, Z8
+	VADDPS  64(R12)(R8*4), Z9, Z9
+	VADDPS  128(R12)(R8*4), Z10, Z10
+	VADDPS  192(R12)(R8*4), Z11, Z11
+
+nobias68:
+	VFPCLASSPSZ    $0xa1, Z8, K2
+	VFPCLASSPSZ    $0xa1, Z9, K3
+	KORTESTW       K3, K2
+	JNZ            bf16fix69
+	BYTE $0x62; BYTE $0x52; BYTE $0x37; BYTE $0x48; BYTE $0x72; BYTE $0xe8 // VCVTNE2PS2BF16 Z8, Z9, Z13
+
+bf16fixed70:
+	VMOVDQU64      Z13, (CX)(R8*2)
+	VFPCLASSPSZ    $0xa1, Z10, K2
+	VFPCLASSPSZ    $0xa1, Z11, K3
+	KORTESTW       K3, K2
+	JNZ            bf16fix71
+	BYTE $0x62; BYTE $0x52; BYTE $0x27; BYTE $0x48; BYTE $0x72; BYTE $0xc2 // VCVTNE2PS2BF16 Z10, Z11, Z8
+
+bf16fixed72:
+	VMOVDQU64 Z8, 64(CX)(R8*2)
+	ADDQ      $0x00000040, R8
+	JMP       scaleloopoffset
+
+scaleloopoffsetpf61:
+	PREFETCHT0 (R10)(R8*2)
+	PREFETCHT0 64(R10)(R8*2)
+	JMP        scaleloopoffsetbody62
+
+	PCALIGN $32
+scaleloopnoweight:
+	CMPQ  R8, R9
+	JG    scaletail
+	TESTL $0x00000002, R11
+	JNZ   scaleloopnoweightpf73
+
+scaleloopnoweightbody74:
+	VPERMW.Z (DX)(R8*2), Z3, K1, Z8
+	VSUBPS   Z6, Z8, Z8
+	VMULPS   Z7, Z8, Z8
+	VPERMW.Z (DX)(R8*2), Z4, K1, Z9
+	VSUBPS   Z6, Z9, Z9
+	VMULPS   Z7, Z9, Z9
+	VPERMW.Z 64(DX)(R8*2), Z3, K1, Z10
+	VSUBPS   Z6, Z10, Z10
+	VMULPS   Z7, Z10, Z10
+	VPERMW.Z 64(DX)(R8*2), Z4, K1, Z11
+	VSUBPS   Z6, Z11, Z11
+	VMULPS   Z7, Z11, Z11
+	MOVQ     job_bias+0(AX), R12
+	TESTQ    R12, R12
+	JZ       nobias75
+	VADDPS   (R12)(R8*4), Z8, Z8
+	VADDPS   64(R12)(R8*4), Z9, Z9
+	VADDPS   128(R12)(R8*4), Z10, Z10
+	VADDPS   192(R12)(R8*4), Z11, Z11
+
+nobias75:
+	VFPCLASSPSZ    $0xa1, Z8, K2
+	VFPCLASSPSZ    $0xa1, Z9, K3
+	KORTESTW       K3, K2
+	JNZ            bf16fix76
+	BYTE $0x62; BYTE $0x52; BYTE $0x37; BYTE $0x48; BYTE $0x72; BYTE $0xe8 // VCVTNE2PS2BF16 Z8, Z9, Z13
+
+bf16fixed77:
+	VMOVDQU64      Z13, (CX)(R8*2)
+	VFPCLASSPSZ    $0xa1, Z10, K2
+	VFPCLASSPSZ    $0xa1, Z11, K3
+	KORTESTW       K3, K2
+	JNZ            bf16fix78
+	BYTE $0x62; BYTE $0x52; BYTE $0x27; BYTE $0x48; BYTE $0x72; BYTE $0xc2 // VCVTNE2PS2BF16 Z10, Z11, Z8
+
+bf16fixed79:
 	VMOVDQU64 Z8, 64(CX)(R8*2)
 	ADDQ      $0x00000040, R8
 	JMP       scaleloopnoweight
 
-scaleloopnoweightpf62:
+scaleloopnoweightpf73:
 	PREFETCHT0 (R10)(R8*2)
 	PREFETCHT0 64(R10)(R8*2)
-	JMP        scaleloopnoweightbody63
+	JMP        scaleloopnoweightbody74
 
 scalent:
 	// Ordinary stores up to the first vector-aligned element of dst, then non-temporal ones.
@@ -60838,35 +61037,35 @@ scalehead:
 	VSUBPS         Z6, Z8, Z8
 	VMULPS         Z7, Z8, Z8
 	TESTL          $0x00000008, job_flags+0(AX)
-	JZ             notrn69
+	JZ             notrn80
 	VFPCLASSPSZ    $0xa1, Z8, K2
 	KORTESTW       K2, K2
-	JNZ            bf16fix70
+	JNZ            bf16fix81
 	BYTE $0x62; BYTE $0x52; BYTE $0x3f; BYTE $0x48; BYTE $0x72; BYTE $0xc8 // VCVTNE2PS2BF16 Z8, Z8, Z9
 
-bf16fixed71:
+bf16fixed82:
 	VPERMW.Z Z9, Z3, K1, Z8
 
-notrn69:
+notrn80:
 	TESTQ   SI, SI
-	JZ      noweight72
+	JZ      noweight83
 	VMOVUPS (SI)(R8*4), Z9
 	VADDPS  Z5, Z9, Z9
 	VMULPS  Z9, Z8, Z8
 
-noweight72:
+noweight83:
 	MOVQ   job_bias+0(AX), R11
 	TESTQ  R11, R11
-	JZ     nobias73
+	JZ     nobias84
 	VADDPS (R11)(R8*4), Z8, Z8
 
-nobias73:
+nobias84:
 	VFPCLASSPSZ    $0xa1, Z8, K2
 	KORTESTW       K2, K2
-	JNZ            bf16fix74
+	JNZ            bf16fix85
 	BYTE $0x62; BYTE $0x52; BYTE $0x3f; BYTE $0x48; BYTE $0x72; BYTE $0xc8 // VCVTNE2PS2BF16 Z8, Z8, Z9
 
-bf16fixed75:
+bf16fixed86:
 	VEXTRACTI64X4 $0x00, Z9, (CX)(R8*2)
 	ADDQ          $0x00000010, R8
 	SUBQ          $0x00000010, R10
@@ -60878,10 +61077,10 @@ scaleheadpart:
 scalentgo:
 	MOVQ DI, R10
 	CMPQ job_d+0(AX), $0x00000200
-	JA   longrows76
+	JA   longrows87
 	SHLQ $0x03, R10
 
-longrows76:
+longrows87:
 	ADDQ DX, R10
 	MOVL job_flags+0(AX), R11
 
@@ -60904,66 +61103,66 @@ scalentloop:
 	VSUBPS         Z6, Z11, Z11
 	VMULPS         Z7, Z11, Z11
 	TESTL          $0x00000008, job_flags+0(AX)
-	JZ             notrn77
+	JZ             notrn88
 	VFPCLASSPSZ    $0xa1, Z8, K2
 	VFPCLASSPSZ    $0xa1, Z9, K3
 	KORTESTW       K3, K2
-	JNZ            bf16fix78
+	JNZ            bf16fix89
 	BYTE $0x62; BYTE $0x52; BYTE $0x37; BYTE $0x48; BYTE $0x72; BYTE $0xe8 // VCVTNE2PS2BF16 Z8, Z9, Z13
 
-bf16fixed79:
+bf16fixed90:
 	VPERMW.Z       Z13, Z3, K1, Z8
 	VPERMW.Z       Z13, Z4, K1, Z9
 	VFPCLASSPSZ    $0xa1, Z10, K2
 	VFPCLASSPSZ    $0xa1, Z11, K3
 	KORTESTW       K3, K2
-	JNZ            bf16fix80
+	JNZ            bf16fix91
 	BYTE $0x62; BYTE $0x52; BYTE $0x27; BYTE $0x48; BYTE $0x72; BYTE $0xea // VCVTNE2PS2BF16 Z10, Z11, Z13
 
-bf16fixed81:
+bf16fixed92:
 	VPERMW.Z Z13, Z3, K1, Z10
 	VPERMW.Z Z13, Z4, K1, Z11
 
-notrn77:
+notrn88:
 	TESTQ  SI, SI
-	JZ     weighed83
+	JZ     weighed94
 	TESTL  $0x00000010, R11
-	JNZ    offset82
+	JNZ    offset93
 	VMULPS (SI)(R8*4), Z8, Z8
 	VMULPS 64(SI)(R8*4), Z9, Z9
 	VMULPS 128(SI)(R8*4), Z10, Z10
 	VMULPS 192(SI)(R8*4), Z11, Z11
 
-weighed83:
+weighed94:
 	MOVQ   job_bias+0(AX), R12
 	TESTQ  R12, R12
-	JZ     nobias84
+	JZ     nobias95
 	VADDPS (R12)(R8*4), Z8, Z8
 	VADDPS 64(R12)(R8*4), Z9, Z9
 	VADDPS 128(R12)(R8*4), Z10, Z10
 	VADDPS 192(R12)(R8*4), Z11, Z11
 
-nobias84:
+nobias95:
 	VFPCLASSPSZ    $0xa1, Z8, K2
 	VFPCLASSPSZ    $0xa1, Z9, K3
 	KORTESTW       K3, K2
-	JNZ            bf16fix85
+	JNZ            bf16fix96
 	BYTE $0x62; BYTE $0x52; BYTE $0x37; BYTE $0x48; BYTE $0x72; BYTE $0xe8 // VCVTNE2PS2BF16 Z8, Z9, Z13
 
-bf16fixed86:
+bf16fixed97:
 	VMOVNTDQ       Z13, (CX)(R8*2)
 	VFPCLASSPSZ    $0xa1, Z10, K2
 	VFPCLASSPSZ    $0xa1, Z11, K3
 	KORTESTW       K3, K2
-	JNZ            bf16fix87
+	JNZ            bf16fix98
 	BYTE $0x62; BYTE $0x52; BYTE $0x27; BYTE $0x48; BYTE $0x72; BYTE $0xc2 // VCVTNE2PS2BF16 Z10, Z11, Z8
 
-bf16fixed88:
+bf16fixed99:
 	VMOVNTDQ Z8, 64(CX)(R8*2)
 	ADDQ     $0x00000040, R8
 	JMP      scalentloop
 
-offset82:
+offset93:
 	VMOVUPS (SI)(R8*4), Z13
 	VADDPS  Z5, Z13, Z13
 	VMULPS  Z13, Z8, Z8
@@ -60976,7 +61175,7 @@ offset82:
 	VMOVUPS 192(SI)(R8*4), Z13
 	VADDPS  Z5, Z13, Z13
 	VMULPS  Z13, Z11, Z11
-	JMP     weighed83
+	JMP     weighed94
 
 scaletail:
 	ADDQ $0x00000030, R9
@@ -60989,35 +61188,35 @@ scaleone:
 	VSUBPS         Z6, Z8, Z8
 	VMULPS         Z7, Z8, Z8
 	TESTL          $0x00000008, job_flags+0(AX)
-	JZ             notrn89
+	JZ             notrn100
 	VFPCLASSPSZ    $0xa1, Z8, K2
 	KORTESTW       K2, K2
-	JNZ            bf16fix90
+	JNZ            bf16fix101
 	BYTE $0x62; BYTE $0x52; BYTE $0x3f; BYTE $0x48; BYTE $0x72; BYTE $0xc8 // VCVTNE2PS2BF16 Z8, Z8, Z9
 
-bf16fixed91:
+bf16fixed102:
 	VPERMW.Z Z9, Z3, K1, Z8
 
-notrn89:
+notrn100:
 	TESTQ   SI, SI
-	JZ      noweight92
+	JZ      noweight103
 	VMOVUPS (SI)(R8*4), Z9
 	VADDPS  Z5, Z9, Z9
 	VMULPS  Z9, Z8, Z8
 
-noweight92:
+noweight103:
 	MOVQ   job_bias+0(AX), R10
 	TESTQ  R10, R10
-	JZ     nobias93
+	JZ     nobias104
 	VADDPS (R10)(R8*4), Z8, Z8
 
-nobias93:
+nobias104:
 	VFPCLASSPSZ    $0xa1, Z8, K2
 	KORTESTW       K2, K2
-	JNZ            bf16fix94
+	JNZ            bf16fix105
 	BYTE $0x62; BYTE $0x52; BYTE $0x3f; BYTE $0x48; BYTE $0x72; BYTE $0xc8 // VCVTNE2PS2BF16 Z8, Z8, Z9
 
-bf16fixed95:
+bf16fixed106:
 	VEXTRACTI64X4 $0x00, Z9, (CX)(R8*2)
 	ADDQ          $0x00000010, R8
 	JMP           scaleone
@@ -61036,36 +61235,36 @@ partout:
 	VSUBPS         Z6, Z8, Z8
 	VMULPS         Z8, Z7, Z8
 	TESTL          $0x00000008, job_flags+0(AX)
-	JZ             notrn96
+	JZ             notrn107
 	VFPCLASSPSZ    $0xa1, Z8, K3
 	KORTESTW       K3, K3
-	JNZ            bf16fix97
+	JNZ            bf16fix108
 	BYTE $0x62; BYTE $0x52; BYTE $0x3f; BYTE $0x48; BYTE $0x72; BYTE $0xc8 // VCVTNE2PS2BF16 Z8, Z8, Z9
 
-bf16fixed98:
+bf16fixed109:
 	VPERMW.Z Z9, Z3, K1, Z8
 
-notrn96:
+notrn107:
 	TESTQ     SI, SI
-	JZ        noweight99
+	JZ        noweight110
 	VMOVUPS.Z (SI)(R8*4), K2, Z9
 	VADDPS    Z5, Z9, Z9
 	VMULPS    Z9, Z8, Z8
 
-noweight99:
+noweight110:
 	MOVQ      job_bias+0(AX), R11
 	TESTQ     R11, R11
-	JZ        nobias100
+	JZ        nobias111
 	VMOVUPS.Z (R11)(R8*4), K2, Z9
 	VADDPS    Z9, Z8, Z8
 
-nobias100:
+nobias111:
 	VFPCLASSPSZ    $0xa1, Z8, K3
 	KORTESTW       K3, K3
-	JNZ            bf16fix101
+	JNZ            bf16fix112
 	BYTE $0x62; BYTE $0x52; BYTE $0x3f; BYTE $0x48; BYTE $0x72; BYTE $0xc8 // VCVTNE2PS2BF16 Z8, Z8, Z9
 
-bf16fixed102:
+bf16fixed113:
 	VMOVDQU16 Z9, K2, (CX)(R8*2)
 	ADDQ      R10, R8
 	CMPQ      R8, job_d+0(AX)
@@ -61262,7 +61461,7 @@ bf16fix28:
 	VPERMT2W     Z15, Z2, Z14
 	JMP          bf16fixed29
 
-bf16fix41:
+bf16fix52:
 	VPSRLD       $0x10, Z8, Z13
 	VPANDD       Z0, Z13, Z13
 	VPADDD       Z1, Z13, Z13
@@ -61276,9 +61475,9 @@ bf16fix41:
 	VFPCLASSPSZ  $0x81, Z9, K2
 	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z8
 	VPERMT2W     Z8, Z2, Z13
-	JMP          bf16fixed42
+	JMP          bf16fixed53
 
-bf16fix43:
+bf16fix54:
 	VPSRLD       $0x10, Z10, Z13
 	VPANDD       Z0, Z13, Z13
 	VPADDD       Z1, Z13, Z13
@@ -61292,9 +61491,9 @@ bf16fix43:
 	VFPCLASSPSZ  $0x81, Z11, K2
 	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z10
 	VPERMT2W     Z10, Z2, Z13
-	JMP          bf16fixed44
+	JMP          bf16fixed55
 
-bf16fix46:
+bf16fix57:
 	VPSRLD       $0x10, Z8, Z13
 	VPANDD       Z0, Z13, Z13
 	VPADDD       Z1, Z13, Z13
@@ -61308,9 +61507,9 @@ bf16fix46:
 	VFPCLASSPSZ  $0x81, Z9, K2
 	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z8
 	VPERMT2W     Z8, Z2, Z13
-	JMP          bf16fixed47
+	JMP          bf16fixed58
 
-bf16fix48:
+bf16fix59:
 	VPSRLD       $0x10, Z10, Z8
 	VPANDD       Z0, Z8, Z8
 	VPADDD       Z1, Z8, Z8
@@ -61324,9 +61523,9 @@ bf16fix48:
 	VFPCLASSPSZ  $0x81, Z11, K2
 	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z9
 	VPERMT2W     Z9, Z2, Z8
-	JMP          bf16fixed49
+	JMP          bf16fixed60
 
-bf16fix53:
+bf16fix64:
 	VPSRLD       $0x10, Z8, Z13
 	VPANDD       Z0, Z13, Z13
 	VPADDD       Z1, Z13, Z13
@@ -61340,9 +61539,9 @@ bf16fix53:
 	VFPCLASSPSZ  $0x81, Z9, K2
 	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z8
 	VPERMT2W     Z8, Z2, Z13
-	JMP          bf16fixed54
+	JMP          bf16fixed65
 
-bf16fix55:
+bf16fix66:
 	VPSRLD       $0x10, Z10, Z13
 	VPANDD       Z0, Z13, Z13
 	VPADDD       Z1, Z13, Z13
@@ -61356,9 +61555,9 @@ bf16fix55:
 	VFPCLASSPSZ  $0x81, Z11, K2
 	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z10
 	VPERMT2W     Z10, Z2, Z13
-	JMP          bf16fixed56
+	JMP          bf16fixed67
 
-bf16fix58:
+bf16fix69:
 	VPSRLD       $0x10, Z8, Z13
 	VPANDD       Z0, Z13, Z13
 	VPADDD       Z1, Z13, Z13
@@ -61372,9 +61571,9 @@ bf16fix58:
 	VFPCLASSPSZ  $0x81, Z9, K2
 	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z8
 	VPERMT2W     Z8, Z2, Z13
-	JMP          bf16fixed59
+	JMP          bf16fixed70
 
-bf16fix60:
+bf16fix71:
 	VPSRLD       $0x10, Z10, Z8
 	VPANDD       Z0, Z8, Z8
 	VPADDD       Z1, Z8, Z8
@@ -61388,9 +61587,9 @@ bf16fix60:
 	VFPCLASSPSZ  $0x81, Z11, K2
 	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z9
 	VPERMT2W     Z9, Z2, Z8
-	JMP          bf16fixed61
+	JMP          bf16fixed72
 
-bf16fix65:
+bf16fix76:
 	VPSRLD       $0x10, Z8, Z13
 	VPANDD       Z0, Z13, Z13
 	VPADDD       Z1, Z13, Z13
@@ -61404,93 +61603,9 @@ bf16fix65:
 	VFPCLASSPSZ  $0x81, Z9, K2
 	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z8
 	VPERMT2W     Z8, Z2, Z13
-	JMP          bf16fixed66
-
-bf16fix67:
-	VPSRLD       $0x10, Z10, Z8
-	VPANDD       Z0, Z8, Z8
-	VPADDD       Z1, Z8, Z8
-	VPADDD       Z10, Z8, Z8
-	VFPCLASSPSZ  $0x81, Z10, K2
-	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z8
-	VPSRLD       $0x10, Z11, Z9
-	VPANDD       Z0, Z9, Z9
-	VPADDD       Z1, Z9, Z9
-	VPADDD       Z11, Z9, Z9
-	VFPCLASSPSZ  $0x81, Z11, K2
-	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z9
-	VPERMT2W     Z9, Z2, Z8
-	JMP          bf16fixed68
-
-bf16fix70:
-	VPSRLD       $0x10, Z8, Z9
-	VPANDD       Z0, Z9, Z9
-	VPADDD       Z1, Z9, Z9
-	VPADDD       Z8, Z9, Z9
-	VFPCLASSPSZ  $0x81, Z8, K2
-	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z9
-	VPERMT2W     Z9, Z2, Z9
-	JMP          bf16fixed71
-
-bf16fix74:
-	VPSRLD       $0x10, Z8, Z9
-	VPANDD       Z0, Z9, Z9
-	VPADDD       Z1, Z9, Z9
-	VPADDD       Z8, Z9, Z9
-	VFPCLASSPSZ  $0x81, Z8, K2
-	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z9
-	VPERMT2W     Z9, Z2, Z9
-	JMP          bf16fixed75
+	JMP          bf16fixed77
 
 bf16fix78:
-	VPSRLD       $0x10, Z8, Z13
-	VPANDD       Z0, Z13, Z13
-	VPADDD       Z1, Z13, Z13
-	VPADDD       Z8, Z13, Z13
-	VFPCLASSPSZ  $0x81, Z8, K2
-	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z13
-	VPSRLD       $0x10, Z9, Z8
-	VPANDD       Z0, Z8, Z8
-	VPADDD       Z1, Z8, Z8
-	VPADDD       Z9, Z8, Z8
-	VFPCLASSPSZ  $0x81, Z9, K2
-	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z8
-	VPERMT2W     Z8, Z2, Z13
-	JMP          bf16fixed79
-
-bf16fix80:
-	VPSRLD       $0x10, Z10, Z13
-	VPANDD       Z0, Z13, Z13
-	VPADDD       Z1, Z13, Z13
-	VPADDD       Z10, Z13, Z13
-	VFPCLASSPSZ  $0x81, Z10, K2
-	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z13
-	VPSRLD       $0x10, Z11, Z10
-	VPANDD       Z0, Z10, Z10
-	VPADDD       Z1, Z10, Z10
-	VPADDD       Z11, Z10, Z10
-	VFPCLASSPSZ  $0x81, Z11, K2
-	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z10
-	VPERMT2W     Z10, Z2, Z13
-	JMP          bf16fixed81
-
-bf16fix85:
-	VPSRLD       $0x10, Z8, Z13
-	VPANDD       Z0, Z13, Z13
-	VPADDD       Z1, Z13, Z13
-	VPADDD       Z8, Z13, Z13
-	VFPCLASSPSZ  $0x81, Z8, K2
-	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z13
-	VPSRLD       $0x10, Z9, Z8
-	VPANDD       Z0, Z8, Z8
-	VPADDD       Z1, Z8, Z8
-	VPADDD       Z9, Z8, Z8
-	VFPCLASSPSZ  $0x81, Z9, K2
-	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z8
-	VPERMT2W     Z8, Z2, Z13
-	JMP          bf16fixed86
-
-bf16fix87:
 	VPSRLD       $0x10, Z10, Z8
 	VPANDD       Z0, Z8, Z8
 	VPADDD       Z1, Z8, Z8
@@ -61504,9 +61619,9 @@ bf16fix87:
 	VFPCLASSPSZ  $0x81, Z11, K2
 	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z9
 	VPERMT2W     Z9, Z2, Z8
-	JMP          bf16fixed88
+	JMP          bf16fixed79
 
-bf16fix90:
+bf16fix81:
 	VPSRLD       $0x10, Z8, Z9
 	VPANDD       Z0, Z9, Z9
 	VPADDD       Z1, Z9, Z9
@@ -61514,9 +61629,9 @@ bf16fix90:
 	VFPCLASSPSZ  $0x81, Z8, K2
 	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z9
 	VPERMT2W     Z9, Z2, Z9
-	JMP          bf16fixed91
+	JMP          bf16fixed82
 
-bf16fix94:
+bf16fix85:
 	VPSRLD       $0x10, Z8, Z9
 	VPANDD       Z0, Z9, Z9
 	VPADDD       Z1, Z9, Z9
@@ -61524,31 +61639,115 @@ bf16fix94:
 	VFPCLASSPSZ  $0x81, Z8, K2
 	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z9
 	VPERMT2W     Z9, Z2, Z9
-	JMP          bf16fixed95
+	JMP          bf16fixed86
 
-bf16fix97:
-	VPSRLD       $0x10, Z8, Z9
+bf16fix89:
+	VPSRLD       $0x10, Z8, Z13
+	VPANDD       Z0, Z13, Z13
+	VPADDD       Z1, Z13, Z13
+	VPADDD       Z8, Z13, Z13
+	VFPCLASSPSZ  $0x81, Z8, K2
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z13
+	VPSRLD       $0x10, Z9, Z8
+	VPANDD       Z0, Z8, Z8
+	VPADDD       Z1, Z8, Z8
+	VPADDD       Z9, Z8, Z8
+	VFPCLASSPSZ  $0x81, Z9, K2
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z8
+	VPERMT2W     Z8, Z2, Z13
+	JMP          bf16fixed90
+
+bf16fix91:
+	VPSRLD       $0x10, Z10, Z13
+	VPANDD       Z0, Z13, Z13
+	VPADDD       Z1, Z13, Z13
+	VPADDD       Z10, Z13, Z13
+	VFPCLASSPSZ  $0x81, Z10, K2
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z13
+	VPSRLD       $0x10, Z11, Z10
+	VPANDD       Z0, Z10, Z10
+	VPADDD       Z1, Z10, Z10
+	VPADDD       Z11, Z10, Z10
+	VFPCLASSPSZ  $0x81, Z11, K2
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z10
+	VPERMT2W     Z10, Z2, Z13
+	JMP          bf16fixed92
+
+bf16fix96:
+	VPSRLD       $0x10, Z8, Z13
+	VPANDD       Z0, Z13, Z13
+	VPADDD       Z1, Z13, Z13
+	VPADDD       Z8, Z13, Z13
+	VFPCLASSPSZ  $0x81, Z8, K2
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z13
+	VPSRLD       $0x10, Z9, Z8
+	VPANDD       Z0, Z8, Z8
+	VPADDD       Z1, Z8, Z8
+	VPADDD       Z9, Z8, Z8
+	VFPCLASSPSZ  $0x81, Z9, K2
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z8
+	VPERMT2W     Z8, Z2, Z13
+	JMP          bf16fixed97
+
+bf16fix98:
+	VPSRLD       $0x10, Z10, Z8
+	VPANDD       Z0, Z8, Z8
+	VPADDD       Z1, Z8, Z8
+	VPADDD       Z10, Z8, Z8
+	VFPCLASSPSZ  $0x81, Z10, K2
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z8
+	VPSRLD       $0x10, Z11, Z9
 	VPANDD       Z0, Z9, Z9
 	VPADDD       Z1, Z9, Z9
-	VPADDD       Z8, Z9, Z9
-	VFPCLASSPSZ  $0x81, Z8, K3
-	VPBROADCASTD avx512bfnanhigh<>+0(SB), K3, Z9
-	VPERMT2W     Z9, Z2, Z9
-	JMP          bf16fixed98
+	VPADDD       Z11, Z9, Z9
+	VFPCLASSPSZ  $0x81, Z11, K2
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z9
+	VPERMT2W     Z9, Z2, Z8
+	JMP          bf16fixed99
 
 bf16fix101:
 	VPSRLD       $0x10, Z8, Z9
 	VPANDD       Z0, Z9, Z9
 	VPADDD       Z1, Z9, Z9
 	VPADDD       Z8, Z9, Z9
-	VFPCLASSPSZ  $0x81, Z8, K3
-	VPBROADCASTD avx512bfnanhigh<>+0(SB), K3, Z9
+	VFPCLASSPSZ  $0x81, Z8, K2
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z9
 	VPERMT2W     Z9, Z2, Z9
 	JMP          bf16fixed102
 
+bf16fix105:
+	VPSRLD       $0x10, Z8, Z9
+	VPANDD       Z0, Z9, Z9
+	VPADDD       Z1, Z9, Z9
+	VPADDD       Z8, Z9, Z9
+	VFPCLASSPSZ  $0x81, Z8, K2
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z9
+	VPERMT2W     Z9, Z2, Z9
+	JMP          bf16fixed106
+
+bf16fix108:
+	VPSRLD       $0x10, Z8, Z9
+	VPANDD       Z0, Z9, Z9
+	VPADDD       Z1, Z9, Z9
+	VPADDD       Z8, Z9, Z9
+	VFPCLASSPSZ  $0x81, Z8, K3
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K3, Z9
+	VPERMT2W     Z9, Z2, Z9
+	JMP          bf16fixed109
+
+bf16fix112:
+	VPSRLD       $0x10, Z8, Z9
+	VPANDD       Z0, Z9, Z9
+	VPADDD       Z1, Z9, Z9
+	VPADDD       Z8, Z9, Z9
+	VFPCLASSPSZ  $0x81, Z8, K3
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K3, Z9
+	VPERMT2W     Z9, Z2, Z9
+	JMP          bf16fixed113
+
 // func avx512bf16ForwardLayerToBF16(j uintptr, from int, to int) int
-// Requires: AVX, AVX512BF16, AVX512BW, AVX512DQ, AVX512F, MMX+
-TEXT ·avx512bf16ForwardLayerToBF16(SB), NOSPLIT, $448-32
+// Requires: AVX, AVX512BF16, AVX512BW, AVX512DQ, AVX512F, MMX+, SSE
+TEXT ·avx512bf16ForwardLayerToBF16(SB), NOSPLIT, $456-32
 	// avx512bf16ForwardLayerToBF16 normalizes rows [from, to) of the job: LayerNorm on float32 rows into BF16 rows: y = round16(((x-m)*inv)*w + b), round16(((x-m)*inv)*(1+w) + b) with flagOffset, or round16((x-m)*inv + b) with w nil (with flagRN and a weight, round16((x-m)*inv) in place of ((x-m)*inv)), m the row's mean with flagCenter (else +0; stored to mean[r] when mean is not nil), b the bias (nothing added when it is nil), for each row; with res, h = x + res and res = h per element first, and h in place of x.
 	// It stops before the first row that needs the float64 path and returns that row's index, or to.
 	MOVQ  j+0(FP), AX
@@ -61574,11 +61773,21 @@ rowsset:
 	MOVL         $0xaaaaaaaa, R8
 	KMOVD        R8, K1
 
+	// MXCSR's invalid and denormal flags cleared for the rows that read them (bf16flags.go).
+	CMPQ    job_d+0(AX), $0x00000200
+	JBE     mxclear
+	STMXCSR 440(SP)
+	TESTL   $0x00000003, 440(SP)
+	JZ      mxclear
+	ANDL    $0xfffffffc, 440(SP)
+	LDMXCSR 440(SP)
+
+mxclear:
 	// fd = float32(d); rd = 1/d when d is a power of two (a/d is then a*rd exactly), else 0.
 	MOVQ       job_d+0(AX), R8
 	VMOVSS     one<>+0(SB), X5
 	VCVTSI2SSQ R8, X5, X5
-	VMOVSS     X5, 440(SP)
+	VMOVSS     X5, 448(SP)
 	XORL       R10, R10
 	LEAQ       -1(R8), R9
 	TESTQ      R8, R9
@@ -61589,7 +61798,7 @@ rowsset:
 	SHLL       $0x17, R10
 
 notpow2:
-	MOVL         R10, 444(SP)
+	MOVL         R10, 452(SP)
 	VBROADCASTSS one<>+0(SB), Z5
 	TESTL        $0x00000010, job_flags+0(AX)
 	JNZ          weightadd1
@@ -61757,14 +61966,14 @@ summed:
 	MOVL          $0x00001111, R8
 	KMOVW         R8, K2
 	VCOMPRESSPS.Z Z8, K2, Z7
-	CMPL          444(SP), $0x00
+	CMPL          452(SP), $0x00
 	JE            divide2
-	VBROADCASTSS  444(SP), Z8
+	VBROADCASTSS  452(SP), Z8
 	VMULPS        Z8, Z7, Z7
 	JMP           divided3
 
 divide2:
-	VBROADCASTSS 440(SP), Z8
+	VBROADCASTSS 448(SP), Z8
 	VDIVPS       Z8, Z7, Z7
 
 divided3:
@@ -61911,13 +62120,13 @@ mean:
 	VSUBSS   X7, X7, X6
 	VUCOMISS X6, X6
 	JPS      ret
-	CMPL     444(SP), $0x00
+	CMPL     452(SP), $0x00
 	JE       divide4
-	VMULSS   444(SP), X7, X6
+	VMULSS   452(SP), X7, X6
 	JMP      divided5
 
 divide4:
-	VDIVSS 440(SP), X7, X6
+	VDIVSS 448(SP), X7, X6
 
 divided5:
 	VBROADCASTSS X6, Z6
@@ -62093,13 +62302,13 @@ invone:
 	VADDPS     Z8, Z7, Z7
 
 	// t = ss/d + eps; rows with t outside [2^-100, MaxFloat32] take the float64 path.
-	CMPL   444(SP), $0x00
+	CMPL   452(SP), $0x00
 	JE     divide7
-	VMULSS 444(SP), X7, X7
+	VMULSS 452(SP), X7, X7
 	JMP    divided8
 
 divide7:
-	VDIVSS 440(SP), X7, X7
+	VDIVSS 448(SP), X7, X7
 
 divided8:
 	VADDSS   job_eps+0(AX), X7, X7
@@ -62151,14 +62360,14 @@ invgroup:
 	VCOMPRESSPS.Z Z8, K2, Z7
 
 	// t = ss/d + eps for the four rows; any t outside [2^-100, MaxFloat32] sends the group to the one-row path.
-	CMPL         444(SP), $0x00
+	CMPL         452(SP), $0x00
 	JE           divide9
-	VBROADCASTSS 444(SP), Z8
+	VBROADCASTSS 452(SP), Z8
 	VMULPS       Z8, Z7, Z7
 	JMP          divided10
 
 divide9:
-	VBROADCASTSS 440(SP), Z8
+	VBROADCASTSS 448(SP), Z8
 	VDIVPS       Z8, Z7, Z7
 
 divided10:
@@ -62222,6 +62431,168 @@ scalebody:
 	JNZ   scalent
 	TESTL $0x00000002, job_flags+0(AX)
 	JNZ   scalepf
+	CMPQ  job_d+0(AX), $0x00000200
+	JBE   scalechecked
+	CMPQ  DX, CX
+	JE    scalechecked
+	TESTQ SI, SI
+	JZ    scalefastloopnoweight
+	TESTL $0x00000010, job_flags+0(AX)
+	JNZ   scalefastloopoffset
+
+	PCALIGN $32
+scalefastloop:
+	CMPQ           R8, R9
+	JG             scalefastdone
+	VMOVUPS        (DX)(R8*4), Z8
+	VSUBPS         Z6, Z8, Z8
+	VMULPS         Z7, Z8, Z8
+	VMOVUPS        64(DX)(R8*4), Z9
+	VSUBPS         Z6, Z9, Z9
+	VMULPS         Z7, Z9, Z9
+	VMOVUPS        128(DX)(R8*4), Z10
+	VSUBPS         Z6, Z10, Z10
+	VMULPS         Z7, Z10, Z10
+	VMOVUPS        192(DX)(R8*4), Z11
+	VSUBPS         Z6, Z11, Z11
+	VMULPS         Z7, Z11, Z11
+	TESTL          $0x00000008, job_flags+0(AX)
+	JZ             notrn11
+	VMAXPS         Z9, Z8, Z13
+	BYTE $0x62; BYTE $0x52; BYTE $0x37; BYTE $0x48; BYTE $0x72; BYTE $0xc8 // VCVTNE2PS2BF16 Z8, Z9, Z9
+	VPERMW.Z       Z9, Z3, K1, Z8
+	VPERMW.Z       Z9, Z4, K1, Z9
+	VMAXPS         Z11, Z10, Z13
+	BYTE $0x62; BYTE $0x52; BYTE $0x27; BYTE $0x48; BYTE $0x72; BYTE $0xda // VCVTNE2PS2BF16 Z10, Z11, Z11
+	VPERMW.Z       Z11, Z3, K1, Z10
+	VPERMW.Z       Z11, Z4, K1, Z11
+
+notrn11:
+	VMULPS (SI)(R8*4), Z8, Z8
+	VMULPS 64(SI)(R8*4), Z9, Z9
+	VMULPS 128(SI)(R8*4), Z10, Z10
+	VMULPS 192(SI)(R8*4), Z11, Z11
+	MOVQ   job_bias+0(AX), R10
+	TESTQ  R10, R10
+	JZ     nobias12
+	VADDPS (R10)(R8*4), Z8, Z8
+	VADDPS 64(R10)(R8*4), Z9, Z9
+	VADDPS 128(R10)(R8*4), Z10, Z10
+	VADDPS 192(R10)(R8*4), Z11, Z11
+
+nobias12:
+	VMAXPS         Z9, Z8, Z13
+	BYTE $0x62; BYTE $0x52; BYTE $0x37; BYTE $0x48; BYTE $0x72; BYTE $0xc0 // VCVTNE2PS2BF16 Z8, Z9, Z8
+	VMOVDQU64      Z8, (CX)(R8*2)
+	VMAXPS         Z11, Z10, Z8
+	BYTE $0x62; BYTE $0x52; BYTE $0x27; BYTE $0x48; BYTE $0x72; BYTE $0xc2 // VCVTNE2PS2BF16 Z10, Z11, Z8
+	VMOVDQU64      Z8, 64(CX)(R8*2)
+	ADDQ           $0x00000040, R8
+	JMP            scalefastloop
+
+	PCALIGN $32
+scalefastloopoffset:
+	CMPQ           R8, R9
+	JG             scalefastdone
+	VMOVUPS        (DX)(R8*4), Z8
+	VSUBPS         Z6, Z8, Z8
+	VMULPS         Z7, Z8, Z8
+	VMOVUPS        64(DX)(R8*4), Z9
+	VSUBPS         Z6, Z9, Z9
+	VMULPS         Z7, Z9, Z9
+	VMOVUPS        128(DX)(R8*4), Z10
+	VSUBPS         Z6, Z10, Z10
+	VMULPS         Z7, Z10, Z10
+	VMOVUPS        192(DX)(R8*4), Z11
+	VSUBPS         Z6, Z11, Z11
+	VMULPS         Z7, Z11, Z11
+	TESTL          $0x00000008, job_flags+0(AX)
+	JZ             notrn13
+	VMAXPS         Z9, Z8, Z13
+	BYTE $0x62; BYTE $0x52; BYTE $0x37; BYTE $0x48; BYTE $0x72; BYTE $0xc8 // VCVTNE2PS2BF16 Z8, Z9, Z9
+	VPERMW.Z       Z9, Z3, K1, Z8
+	VPERMW.Z       Z9, Z4, K1, Z9
+	VMAXPS         Z11, Z10, Z13
+	BYTE $0x62; BYTE $0x52; BYTE $0x27; BYTE $0x48; BYTE $0x72; BYTE $0xda // VCVTNE2PS2BF16 Z10, Z11, Z11
+	VPERMW.Z       Z11, Z3, K1, Z10
+	VPERMW.Z       Z11, Z4, K1, Z11
+
+notrn13:
+	VMOVUPS (SI)(R8*4), Z13
+	VADDPS  Z5, Z13, Z13
+	VMULPS  Z13, Z8, Z8
+	VMOVUPS 64(SI)(R8*4), Z13
+	VADDPS  Z5, Z13, Z13
+	VMULPS  Z13, Z9, Z9
+	VMOVUPS 128(SI)(R8*4), Z13
+	VADDPS  Z5, Z13, Z13
+	VMULPS  Z13, Z10, Z10
+	VMOVUPS 192(SI)(R8*4), Z13
+	VADDPS  Z5, Z13, Z13
+	VMULPS  Z13, Z11, Z11
+	MOVQ    job_bias+0(AX), R10
+	TESTQ   R10, R10
+	JZ      nobias14
+	VADDPS  (R10)(R8*4), Z8, Z8
+	VADDPS  64(R10)(R8*4), Z9, Z9
+	VADDPS  128(R10)(R8*4), Z10, Z10
+	VADDPS  192(R10)(R8*4), Z11, Z11
+
+nobias14:
+	VMAXPS         Z9, Z8, Z13
+	BYTE $0x62; BYTE $0x52; BYTE $0x37; BYTE $0x48; BYTE $0x72; BYTE $0xc0 // VCVTNE2PS2BF16 Z8, Z9, Z8
+	VMOVDQU64      Z8, (CX)(R8*2)
+	VMAXPS         Z11, Z10, Z8
+	BYTE $0x62; BYTE $0x52; BYTE $0x27; BYTE $0x48; BYTE $0x72; BYTE $0xc2 // VCVTNE2PS2BF16 Z10, Z11, Z8
+	VMOVDQU64      Z8, 64(CX)(R8*2)
+	ADDQ           $0x00000040, R8
+	JMP            scalefastloopoffset
+
+	PCALIGN $32
+scalefastloopnoweight:
+	CMPQ    R8, R9
+	JG      scalefastdone
+	VMOVUPS (DX)(R8*4), Z8
+	VSUBPS  Z6, Z8, Z8
+	VMULPS  Z7, Z8, Z8
+	VMOVUPS 64(DX)(R8*4), Z9
+	VSUBPS  Z6, Z9, Z9
+	VMULPS  Z7, Z9, Z9
+	VMOVUPS 128(DX)(R8*4), Z10
+	VSUBPS  Z6, Z10, Z10
+	VMULPS  Z7, Z10, Z10
+	VMOVUPS 192(DX)(R8*4), Z11
+	VSUBPS  Z6, Z11, Z11
+	VMULPS  Z7, Z11, Z11
+	MOVQ    job_bias+0(AX), R10
+	TESTQ   R10, R10
+	JZ      nobias15
+	VADDPS  (R10)(R8*4), Z8, Z8
+	VADDPS  64(R10)(R8*4), Z9, Z9
+	VADDPS  128(R10)(R8*4), Z10, Z10
+	VADDPS  192(R10)(R8*4), Z11, Z11
+
+nobias15:
+	VMAXPS         Z9, Z8, Z13
+	BYTE $0x62; BYTE $0x52; BYTE $0x37; BYTE $0x48; BYTE $0x72; BYTE $0xc0 // VCVTNE2PS2BF16 Z8, Z9, Z8
+	VMOVDQU64      Z8, (CX)(R8*2)
+	VMAXPS         Z11, Z10, Z8
+	BYTE $0x62; BYTE $0x52; BYTE $0x27; BYTE $0x48; BYTE $0x72; BYTE $0xc2 // VCVTNE2PS2BF16 Z10, Z11, Z8
+	VMOVDQU64      Z8, 64(CX)(R8*2)
+	ADDQ           $0x00000040, R8
+	JMP            scalefastloopnoweight
+
+scalefastdone:
+	STMXCSR 440(SP)
+	TESTL   $0x00000003, 440(SP)
+	JZ      scaletail
+
+	// A NaN or a subnormal among the lanes narrowed, or one before them: the row again, classified.
+	ANDL    $0xfffffffc, 440(SP)
+	LDMXCSR 440(SP)
+	XORQ    R8, R8
+
+scalechecked:
 	TESTQ SI, SI
 	JZ    scaleloopnoweight
 	TESTL $0x00000010, job_flags+0(AX)
@@ -62244,40 +62615,7 @@ scaleloop:
 	VSUBPS         Z6, Z11, Z11
 	VMULPS         Z7, Z11, Z11
 	TESTL          $0x00000008, job_flags+0(AX)
-	JZ             notrn11
-	VFPCLASSPSZ    $0xa1, Z8, K2
-	VFPCLASSPSZ    $0xa1, Z9, K3
-	KORTESTW       K3, K2
-	JNZ            bf16fix12
-	BYTE $0x62; BYTE $0x52; BYTE $0x37; BYTE $0x48; BYTE $0x72; BYTE $0xe8 // VCVTNE2PS2BF16 Z8, Z9, Z13
-
-bf16fixed13:
-	VPERMW.Z       Z13, Z3, K1, Z8
-	VPERMW.Z       Z13, Z4, K1, Z9
-	VFPCLASSPSZ    $0xa1, Z10, K2
-	VFPCLASSPSZ    $0xa1, Z11, K3
-	KORTESTW       K3, K2
-	JNZ            bf16fix14
-	BYTE $0x62; BYTE $0x52; BYTE $0x27; BYTE $0x48; BYTE $0x72; BYTE $0xea // VCVTNE2PS2BF16 Z10, Z11, Z13
-
-bf16fixed15:
-	VPERMW.Z Z13, Z3, K1, Z10
-	VPERMW.Z Z13, Z4, K1, Z11
-
-notrn11:
-	VMULPS (SI)(R8*4), Z8, Z8
-	VMULPS 64(SI)(R8*4), Z9, Z9
-	VMULPS 128(SI)(R8*4), Z10, Z10
-	VMULPS 192(SI)(R8*4), Z11, Z11
-	MOVQ   job_bias+0(AX), R10
-	TESTQ  R10, R10
-	JZ     nobias16
-	VADDPS (R10)(R8*4), Z8, Z8
-	VADDPS 64(R10)(R8*4), Z9, Z9
-	VADDPS 128(R10)(R8*4), Z10, Z10
-	VADDPS 192(R10)(R8*4), Z11, Z11
-
-nobias16:
+	JZ             notrn16
 	VFPCLASSPSZ    $0xa1, Z8, K2
 	VFPCLASSPSZ    $0xa1, Z9, K3
 	KORTESTW       K3, K2
@@ -62285,14 +62623,47 @@ nobias16:
 	BYTE $0x62; BYTE $0x52; BYTE $0x37; BYTE $0x48; BYTE $0x72; BYTE $0xe8 // VCVTNE2PS2BF16 Z8, Z9, Z13
 
 bf16fixed18:
-	VMOVDQU64      Z13, (CX)(R8*2)
+	VPERMW.Z       Z13, Z3, K1, Z8
+	VPERMW.Z       Z13, Z4, K1, Z9
 	VFPCLASSPSZ    $0xa1, Z10, K2
 	VFPCLASSPSZ    $0xa1, Z11, K3
 	KORTESTW       K3, K2
 	JNZ            bf16fix19
-	BYTE $0x62; BYTE $0x52; BYTE $0x27; BYTE $0x48; BYTE $0x72; BYTE $0xc2 // VCVTNE2PS2BF16 Z10, Z11, Z8
+	BYTE $0x62; BYTE $0x52; BYTE $0x27; BYTE $0x48; BYTE $0x72; BYTE $0xea // VCVTNE2PS2BF16 Z10, Z11, Z13
 
 bf16fixed20:
+	VPERMW.Z Z13, Z3, K1, Z10
+	VPERMW.Z Z13, Z4, K1, Z11
+
+notrn16:
+	VMULPS (SI)(R8*4), Z8, Z8
+	VMULPS 64(SI)(R8*4), Z9, Z9
+	VMULPS 128(SI)(R8*4), Z10, Z10
+	VMULPS 192(SI)(R8*4), Z11, Z11
+	MOVQ   job_bias+0(AX), R10
+	TESTQ  R10, R10
+	JZ     nobias21
+	VADDPS (R10)(R8*4), Z8, Z8
+	VADDPS 64(R10)(R8*4), Z9, Z9
+	VADDPS 128(R10)(R8*4), Z10, Z10
+	VADDPS 192(R10)(R8*4), Z11, Z11
+
+nobias21:
+	VFPCLASSPSZ    $0xa1, Z8, K2
+	VFPCLASSPSZ    $0xa1, Z9, K3
+	KORTESTW       K3, K2
+	JNZ            bf16fix22
+	BYTE $0x62; BYTE $0x52; BYTE $0x37; BYTE $0x48; BYTE $0x72; BYTE $0xe8 // VCVTNE2PS2BF16 Z8, Z9, Z13
+
+bf16fixed23:
+	VMOVDQU64      Z13, (CX)(R8*2)
+	VFPCLASSPSZ    $0xa1, Z10, K2
+	VFPCLASSPSZ    $0xa1, Z11, K3
+	KORTESTW       K3, K2
+	JNZ            bf16fix24
+	BYTE $0x62; BYTE $0x52; BYTE $0x27; BYTE $0x48; BYTE $0x72; BYTE $0xc2 // VCVTNE2PS2BF16 Z10, Z11, Z8
+
+bf16fixed25:
 	VMOVDQU64 Z8, 64(CX)(R8*2)
 	ADDQ      $0x00000040, R8
 	JMP       scaleloop
@@ -62314,27 +62685,27 @@ scaleloopoffset:
 	VSUBPS         Z6, Z11, Z11
 	VMULPS         Z7, Z11, Z11
 	TESTL          $0x00000008, job_flags+0(AX)
-	JZ             notrn21
+	JZ             notrn26
 	VFPCLASSPSZ    $0xa1, Z8, K2
 	VFPCLASSPSZ    $0xa1, Z9, K3
 	KORTESTW       K3, K2
-	JNZ            bf16fix22
+	JNZ            bf16fix27
 	BYTE $0x62; BYTE $0x52; BYTE $0x37; BYTE $0x48; BYTE $0x72; BYTE $0xe8 // VCVTNE2PS2BF16 Z8, Z9, Z13
 
-bf16fixed23:
+bf16fixed28:
 	VPERMW.Z       Z13, Z3, K1, Z8
 	VPERMW.Z       Z13, Z4, K1, Z9
 	VFPCLASSPSZ    $0xa1, Z10, K2
 	VFPCLASSPSZ    $0xa1, Z11, K3
 	KORTESTW       K3, K2
-	JNZ            bf16fix24
+	JNZ            bf16fix29
 	BYTE $0x62; BYTE $0x52; BYTE $0x27; BYTE $0x48; BYTE $0x72; BYTE $0xea // VCVTNE2PS2BF16 Z10, Z11, Z13
 
-bf16fixed25:
+bf16fixed30:
 	VPERMW.Z Z13, Z3, K1, Z10
 	VPERMW.Z Z13, Z4, K1, Z11
 
-notrn21:
+notrn26:
 	VMOVUPS (SI)(R8*4), Z13
 	VADDPS  Z5, Z13, Z13
 	VMULPS  Z13, Z8, Z8
@@ -62347,50 +62718,6 @@ notrn21:
 	VMOVUPS 192(SI)(R8*4), Z13
 	VADDPS  Z5, Z13, Z13
 	VMULPS  Z13, Z11, Z11
-	MOVQ    job_bias+0(AX), R10
-	TESTQ   R10, R10
-	JZ      nobias26
-	VADDPS  (R10)(R8*4), Z8, Z8
-	VADDPS  64(R10)(R8*4), Z9, Z9
-	VADDPS  128(R10)(R8*4), Z10, Z10
-	VADDPS  192(R10)(R8*4), Z11, Z11
-
-nobias26:
-	VFPCLASSPSZ    $0xa1, Z8, K2
-	VFPCLASSPSZ    $0xa1, Z9, K3
-	KORTESTW       K3, K2
-	JNZ            bf16fix27
-	BYTE $0x62; BYTE $0x52; BYTE $0x37; BYTE $0x48; BYTE $0x72; BYTE $0xe8 // VCVTNE2PS2BF16 Z8, Z9, Z13
-
-bf16fixed28:
-	VMOVDQU64      Z13, (CX)(R8*2)
-	VFPCLASSPSZ    $0xa1, Z10, K2
-	VFPCLASSPSZ    $0xa1, Z11, K3
-	KORTESTW       K3, K2
-	JNZ            bf16fix29
-	BYTE $0x62; BYTE $0x52; BYTE $0x27; BYTE $0x48; BYTE $0x72; BYTE $0xc2 // VCVTNE2PS2BF16 Z10, Z11, Z8
-
-bf16fixed30:
-	VMOVDQU64 Z8, 64(CX)(R8*2)
-	ADDQ      $0x00000040, R8
-	JMP       scaleloopoffset
-
-	PCALIGN $32
-scaleloopnoweight:
-	CMPQ    R8, R9
-	JG      scaletail
-	VMOVUPS (DX)(R8*4), Z8
-	VSUBPS  Z6, Z8, Z8
-	VMULPS  Z7, Z8, Z8
-	VMOVUPS 64(DX)(R8*4), Z9
-	VSUBPS  Z6, Z9, Z9
-	VMULPS  Z7, Z9, Z9
-	VMOVUPS 128(DX)(R8*4), Z10
-	VSUBPS  Z6, Z10, Z10
-	VMULPS  Z7, Z10, Z10
-	VMOVUPS 192(DX)(R8*4), Z11
-	VSUBPS  Z6, Z11, Z11
-	VMULPS  Z7, Z11, Z11
 	MOVQ    job_bias+0(AX), R10
 	TESTQ   R10, R10
 	JZ      nobias31
@@ -62417,15 +62744,59 @@ bf16fixed33:
 bf16fixed35:
 	VMOVDQU64 Z8, 64(CX)(R8*2)
 	ADDQ      $0x00000040, R8
+	JMP       scaleloopoffset
+
+	PCALIGN $32
+scaleloopnoweight:
+	CMPQ    R8, R9
+	JG      scaletail
+	VMOVUPS (DX)(R8*4), Z8
+	VSUBPS  Z6, Z8, Z8
+	VMULPS  Z7, Z8, Z8
+	VMOVUPS 64(DX)(R8*4), Z9
+	VSUBPS  Z6, Z9, Z9
+	VMULPS  Z7, Z9, Z9
+	VMOVUPS 128(DX)(R8*4), Z10
+	VSUBPS  Z6, Z10, Z10
+	VMULPS  Z7, Z10, Z10
+	VMOVUPS 192(DX)(R8*4), Z11
+	VSUBPS  Z6, Z11, Z11
+	VMULPS  Z7, Z11, Z11
+	MOVQ    job_bias+0(AX), R10
+	TESTQ   R10, R10
+	JZ      nobias36
+	VADDPS  (R10)(R8*4), Z8, Z8
+	VADDPS  64(R10)(R8*4), Z9, Z9
+	VADDPS  128(R10)(R8*4), Z10, Z10
+	VADDPS  192(R10)(R8*4), Z11, Z11
+
+nobias36:
+	VFPCLASSPSZ    $0xa1, Z8, K2
+	VFPCLASSPSZ    $0xa1, Z9, K3
+	KORTESTW       K3, K2
+	JNZ            bf16fix37
+	BYTE $0x62; BYTE $0x52; BYTE $0x37; BYTE $0x48; BYTE $0x72; BYTE $0xe8 // VCVTNE2PS2BF16 Z8, Z9, Z13
+
+bf16fixed38:
+	VMOVDQU64      Z13, (CX)(R8*2)
+	VFPCLASSPSZ    $0xa1, Z10, K2
+	VFPCLASSPSZ    $0xa1, Z11, K3
+	KORTESTW       K3, K2
+	JNZ            bf16fix39
+	BYTE $0x62; BYTE $0x52; BYTE $0x27; BYTE $0x48; BYTE $0x72; BYTE $0xc2 // VCVTNE2PS2BF16 Z10, Z11, Z8
+
+bf16fixed40:
+	VMOVDQU64 Z8, 64(CX)(R8*2)
+	ADDQ      $0x00000040, R8
 	JMP       scaleloopnoweight
 
 scalepf:
 	MOVQ DI, R10
 	CMPQ job_d+0(AX), $0x00000200
-	JA   longrows36
+	JA   longrows41
 	SHLQ $0x03, R10
 
-longrows36:
+longrows41:
 	ADDQ  DX, R10
 	TESTQ SI, SI
 	JZ    scalepfloopnoweight
@@ -62453,40 +62824,7 @@ scalepfloop:
 	VSUBPS         Z6, Z11, Z11
 	VMULPS         Z7, Z11, Z11
 	TESTL          $0x00000008, job_flags+0(AX)
-	JZ             notrn37
-	VFPCLASSPSZ    $0xa1, Z8, K2
-	VFPCLASSPSZ    $0xa1, Z9, K3
-	KORTESTW       K3, K2
-	JNZ            bf16fix38
-	BYTE $0x62; BYTE $0x52; BYTE $0x37; BYTE $0x48; BYTE $0x72; BYTE $0xe8 // VCVTNE2PS2BF16 Z8, Z9, Z13
-
-bf16fixed39:
-	VPERMW.Z       Z13, Z3, K1, Z8
-	VPERMW.Z       Z13, Z4, K1, Z9
-	VFPCLASSPSZ    $0xa1, Z10, K2
-	VFPCLASSPSZ    $0xa1, Z11, K3
-	KORTESTW       K3, K2
-	JNZ            bf16fix40
-	BYTE $0x62; BYTE $0x52; BYTE $0x27; BYTE $0x48; BYTE $0x72; BYTE $0xea // VCVTNE2PS2BF16 Z10, Z11, Z13
-
-bf16fixed41:
-	VPERMW.Z Z13, Z3, K1, Z10
-	VPERMW.Z Z13, Z4, K1, Z11
-
-notrn37:
-	VMULPS (SI)(R8*4), Z8, Z8
-	VMULPS 64(SI)(R8*4), Z9, Z9
-	VMULPS 128(SI)(R8*4), Z10, Z10
-	VMULPS 192(SI)(R8*4), Z11, Z11
-	MOVQ   job_bias+0(AX), R11
-	TESTQ  R11, R11
-	JZ     nobias42
-	VADDPS (R11)(R8*4), Z8, Z8
-	VADDPS 64(R11)(R8*4), Z9, Z9
-	VADDPS 128(R11)(R8*4), Z10, Z10
-	VADDPS 192(R11)(R8*4), Z11, Z11
-
-nobias42:
+	JZ             notrn42
 	VFPCLASSPSZ    $0xa1, Z8, K2
 	VFPCLASSPSZ    $0xa1, Z9, K3
 	KORTESTW       K3, K2
@@ -62494,14 +62832,47 @@ nobias42:
 	BYTE $0x62; BYTE $0x52; BYTE $0x37; BYTE $0x48; BYTE $0x72; BYTE $0xe8 // VCVTNE2PS2BF16 Z8, Z9, Z13
 
 bf16fixed44:
-	VMOVDQU64      Z13, (CX)(R8*2)
+	VPERMW.Z       Z13, Z3, K1, Z8
+	VPERMW.Z       Z13, Z4, K1, Z9
 	VFPCLASSPSZ    $0xa1, Z10, K2
 	VFPCLASSPSZ    $0xa1, Z11, K3
 	KORTESTW       K3, K2
 	JNZ            bf16fix45
-	BYTE $0x62; BYTE $0x52; BYTE $0x27; BYTE $0x48; BYTE $0x72; BYTE $0xc2 // VCVTNE2PS2BF16 Z10, Z11, Z8
+	BYTE $0x62; BYTE $0x52; BYTE $0x27; BYTE $0x48; BYTE $0x72; BYTE $0xea // VCVTNE2PS2BF16 Z10, Z11, Z13
 
 bf16fixed46:
+	VPERMW.Z Z13, Z3, K1, Z10
+	VPERMW.Z Z13, Z4, K1, Z11
+
+notrn42:
+	VMULPS (SI)(R8*4), Z8, Z8
+	VMULPS 64(SI)(R8*4), Z9, Z9
+	VMULPS 128(SI)(R8*4), Z10, Z10
+	VMULPS 192(SI)(R8*4), Z11, Z11
+	MOVQ   job_bias+0(AX), R11
+	TESTQ  R11, R11
+	JZ     nobias47
+	VADDPS (R11)(R8*4), Z8, Z8
+	VADDPS 64(R11)(R8*4), Z9, Z9
+	VADDPS 128(R11)(R8*4), Z10, Z10
+	VADDPS 192(R11)(R8*4), Z11, Z11
+
+nobias47:
+	VFPCLASSPSZ    $0xa1, Z8, K2
+	VFPCLASSPSZ    $0xa1, Z9, K3
+	KORTESTW       K3, K2
+	JNZ            bf16fix48
+	BYTE $0x62; BYTE $0x52; BYTE $0x37; BYTE $0x48; BYTE $0x72; BYTE $0xe8 // VCVTNE2PS2BF16 Z8, Z9, Z13
+
+bf16fixed49:
+	VMOVDQU64      Z13, (CX)(R8*2)
+	VFPCLASSPSZ    $0xa1, Z10, K2
+	VFPCLASSPSZ    $0xa1, Z11, K3
+	KORTESTW       K3, K2
+	JNZ            bf16fix50
+	BYTE $0x62; BYTE $0x52; BYTE $0x27; BYTE $0x48; BYTE $0x72; BYTE $0xc2 // VCVTNE2PS2BF16 Z10, Z11, Z8
+
+bf16fixed51:
 	VMOVDQU64 Z8, 64(CX)(R8*2)
 	ADDQ      $0x00000040, R8
 	JMP       scalepfloop
@@ -62527,27 +62898,27 @@ scalepfloopoffset:
 	VSUBPS         Z6, Z11, Z11
 	VMULPS         Z7, Z11, Z11
 	TESTL          $0x00000008, job_flags+0(AX)
-	JZ             notrn47
+	JZ             notrn52
 	VFPCLASSPSZ    $0xa1, Z8, K2
 	VFPCLASSPSZ    $0xa1, Z9, K3
 	KORTESTW       K3, K2
-	JNZ            bf16fix48
+	JNZ            bf16fix53
 	BYTE $0x62; BYTE $0x52; BYTE $0x37; BYTE $0x48; BYTE $0x72; BYTE $0xe8 // VCVTNE2PS2BF16 Z8, Z9, Z13
 
-bf16fixed49:
+bf16fixed54:
 	VPERMW.Z       Z13, Z3, K1, Z8
 	VPERMW.Z       Z13, Z4, K1, Z9
 	VFPCLASSPSZ    $0xa1, Z10, K2
 	VFPCLASSPSZ    $0xa1, Z11, K3
 	KORTESTW       K3, K2
-	JNZ            bf16fix50
+	JNZ            bf16fix55
 	BYTE $0x62; BYTE $0x52; BYTE $0x27; BYTE $0x48; BYTE $0x72; BYTE $0xea // VCVTNE2PS2BF16 Z10, Z11, Z13
 
-bf16fixed51:
+bf16fixed56:
 	VPERMW.Z Z13, Z3, K1, Z10
 	VPERMW.Z Z13, Z4, K1, Z11
 
-notrn47:
+notrn52:
 	VMOVUPS (SI)(R8*4), Z13
 	VADDPS  Z5, Z13, Z13
 	VMULPS  Z13, Z8, Z8
@@ -62562,28 +62933,28 @@ notrn47:
 	VMULPS  Z13, Z11, Z11
 	MOVQ    job_bias+0(AX), R11
 	TESTQ   R11, R11
-	JZ      nobias52
+	JZ      nobias57
 	VADDPS  (R11)(R8*4), Z8, Z8
 	VADDPS  64(R11)(R8*4), Z9, Z9
 	VADDPS  128(R11)(R8*4), Z10, Z10
 	VADDPS  192(R11)(R8*4), Z11, Z11
 
-nobias52:
+nobias57:
 	VFPCLASSPSZ    $0xa1, Z8, K2
 	VFPCLASSPSZ    $0xa1, Z9, K3
 	KORTESTW       K3, K2
-	JNZ            bf16fix53
+	JNZ            bf16fix58
 	BYTE $0x62; BYTE $0x52; BYTE $0x37; BYTE $0x48; BYTE $0x72; BYTE $0xe8 // VCVTNE2PS2BF16 Z8, Z9, Z13
 
-bf16fixed54:
+bf16fixed59:
 	VMOVDQU64      Z13, (CX)(R8*2)
 	VFPCLASSPSZ    $0xa1, Z10, K2
 	VFPCLASSPSZ    $0xa1, Z11, K3
 	KORTESTW       K3, K2
-	JNZ            bf16fix55
+	JNZ            bf16fix60
 	BYTE $0x62; BYTE $0x52; BYTE $0x27; BYTE $0x48; BYTE $0x72; BYTE $0xc2 // VCVTNE2PS2BF16 Z10, Z11, Z8
 
-bf16fixed56:
+bf16fixed61:
 	VMOVDQU64 Z8, 64(CX)(R8*2)
 	ADDQ      $0x00000040, R8
 	JMP       scalepfloopoffset
@@ -62610,28 +62981,28 @@ scalepfloopnoweight:
 	VMULPS     Z7, Z11, Z11
 	MOVQ       job_bias+0(AX), R11
 	TESTQ      R11, R11
-	JZ         nobias57
+	JZ         nobias62
 	VADDPS     (R11)(R8*4), Z8, Z8
 	VADDPS     64(R11)(R8*4), Z9, Z9
 	VADDPS     128(R11)(R8*4), Z10, Z10
 	VADDPS     192(R11)(R8*4), Z11, Z11
 
-nobias57:
+nobias62:
 	VFPCLASSPSZ    $0xa1, Z8, K2
 	VFPCLASSPSZ    $0xa1, Z9, K3
 	KORTESTW       K3, K2
-	JNZ            bf16fix58
+	JNZ            bf16fix63
 	BYTE $0x62; BYTE $0x52; BYTE $0x37; BYTE $0x48; BYTE $0x72; BYTE $0xe8 // VCVTNE2PS2BF16 Z8, Z9, Z13
 
-bf16fixed59:
+bf16fixed64:
 	VMOVDQU64      Z13, (CX)(R8*2)
 	VFPCLASSPSZ    $0xa1, Z10, K2
 	VFPCLASSPSZ    $0xa1, Z11, K3
 	KORTESTW       K3, K2
-	JNZ            bf16fix60
+	JNZ            bf16fix65
 	BYTE $0x62; BYTE $0x52; BYTE $0x27; BYTE $0x48; BYTE $0x72; BYTE $0xc2 // VCVTNE2PS2BF16 Z10, Z11, Z8
 
-bf16fixed61:
+bf16fixed66:
 	VMOVDQU64 Z8, 64(CX)(R8*2)
 	ADDQ      $0x00000040, R8
 	JMP       scalepfloopnoweight
@@ -62654,35 +63025,35 @@ scalehead:
 	VSUBPS         Z6, Z8, Z8
 	VMULPS         Z7, Z8, Z8
 	TESTL          $0x00000008, job_flags+0(AX)
-	JZ             notrn62
+	JZ             notrn67
 	VFPCLASSPSZ    $0xa1, Z8, K2
 	KORTESTW       K2, K2
-	JNZ            bf16fix63
+	JNZ            bf16fix68
 	BYTE $0x62; BYTE $0x52; BYTE $0x3f; BYTE $0x48; BYTE $0x72; BYTE $0xc8 // VCVTNE2PS2BF16 Z8, Z8, Z9
 
-bf16fixed64:
+bf16fixed69:
 	VPERMW.Z Z9, Z3, K1, Z8
 
-notrn62:
+notrn67:
 	TESTQ   SI, SI
-	JZ      noweight65
+	JZ      noweight70
 	VMOVUPS (SI)(R8*4), Z9
 	VADDPS  Z5, Z9, Z9
 	VMULPS  Z9, Z8, Z8
 
-noweight65:
+noweight70:
 	MOVQ   job_bias+0(AX), R11
 	TESTQ  R11, R11
-	JZ     nobias66
+	JZ     nobias71
 	VADDPS (R11)(R8*4), Z8, Z8
 
-nobias66:
+nobias71:
 	VFPCLASSPSZ    $0xa1, Z8, K2
 	KORTESTW       K2, K2
-	JNZ            bf16fix67
+	JNZ            bf16fix72
 	BYTE $0x62; BYTE $0x52; BYTE $0x3f; BYTE $0x48; BYTE $0x72; BYTE $0xc8 // VCVTNE2PS2BF16 Z8, Z8, Z9
 
-bf16fixed68:
+bf16fixed73:
 	VEXTRACTI64X4 $0x00, Z9, (CX)(R8*2)
 	ADDQ          $0x00000010, R8
 	SUBQ          $0x00000010, R10
@@ -62694,10 +63065,10 @@ scaleheadpart:
 scalentgo:
 	MOVQ DI, R10
 	CMPQ job_d+0(AX), $0x00000200
-	JA   longrows69
+	JA   longrows74
 	SHLQ $0x03, R10
 
-longrows69:
+longrows74:
 	MOVQ  BX, R12
 	ADDQ  R10, R12
 	XORL  R11, R11
@@ -62721,13 +63092,13 @@ scalentloop:
 	PREFETCHT0 128(R10)(R8*4)
 	PREFETCHT0 192(R10)(R8*4)
 	TESTQ      R12, R12
-	JZ         noadd70
+	JZ         noadd75
 	PREFETCHT0 (R12)(R8*4)
 	PREFETCHT0 64(R12)(R8*4)
 	PREFETCHT0 128(R12)(R8*4)
 	PREFETCHT0 192(R12)(R8*4)
 
-noadd70:
+noadd75:
 	VMOVUPS        (DX)(R8*4), Z8
 	VSUBPS         Z6, Z8, Z8
 	VMULPS         Z7, Z8, Z8
@@ -62741,40 +63112,7 @@ noadd70:
 	VSUBPS         Z6, Z11, Z11
 	VMULPS         Z7, Z11, Z11
 	TESTL          $0x00000008, job_flags+0(AX)
-	JZ             notrn71
-	VFPCLASSPSZ    $0xa1, Z8, K2
-	VFPCLASSPSZ    $0xa1, Z9, K3
-	KORTESTW       K3, K2
-	JNZ            bf16fix72
-	BYTE $0x62; BYTE $0x52; BYTE $0x37; BYTE $0x48; BYTE $0x72; BYTE $0xe8 // VCVTNE2PS2BF16 Z8, Z9, Z13
-
-bf16fixed73:
-	VPERMW.Z       Z13, Z3, K1, Z8
-	VPERMW.Z       Z13, Z4, K1, Z9
-	VFPCLASSPSZ    $0xa1, Z10, K2
-	VFPCLASSPSZ    $0xa1, Z11, K3
-	KORTESTW       K3, K2
-	JNZ            bf16fix74
-	BYTE $0x62; BYTE $0x52; BYTE $0x27; BYTE $0x48; BYTE $0x72; BYTE $0xea // VCVTNE2PS2BF16 Z10, Z11, Z13
-
-bf16fixed75:
-	VPERMW.Z Z13, Z3, K1, Z10
-	VPERMW.Z Z13, Z4, K1, Z11
-
-notrn71:
-	VMULPS (SI)(R8*4), Z8, Z8
-	VMULPS 64(SI)(R8*4), Z9, Z9
-	VMULPS 128(SI)(R8*4), Z10, Z10
-	VMULPS 192(SI)(R8*4), Z11, Z11
-	MOVQ   job_bias+0(AX), R11
-	TESTQ  R11, R11
-	JZ     nobias76
-	VADDPS (R11)(R8*4), Z8, Z8
-	VADDPS 64(R11)(R8*4), Z9, Z9
-	VADDPS 128(R11)(R8*4), Z10, Z10
-	VADDPS 192(R11)(R8*4), Z11, Z11
-
-nobias76:
+	JZ             notrn76
 	VFPCLASSPSZ    $0xa1, Z8, K2
 	VFPCLASSPSZ    $0xa1, Z9, K3
 	KORTESTW       K3, K2
@@ -62782,14 +63120,47 @@ nobias76:
 	BYTE $0x62; BYTE $0x52; BYTE $0x37; BYTE $0x48; BYTE $0x72; BYTE $0xe8 // VCVTNE2PS2BF16 Z8, Z9, Z13
 
 bf16fixed78:
-	VMOVNTDQ       Z13, (CX)(R8*2)
+	VPERMW.Z       Z13, Z3, K1, Z8
+	VPERMW.Z       Z13, Z4, K1, Z9
 	VFPCLASSPSZ    $0xa1, Z10, K2
 	VFPCLASSPSZ    $0xa1, Z11, K3
 	KORTESTW       K3, K2
 	JNZ            bf16fix79
-	BYTE $0x62; BYTE $0x52; BYTE $0x27; BYTE $0x48; BYTE $0x72; BYTE $0xc2 // VCVTNE2PS2BF16 Z10, Z11, Z8
+	BYTE $0x62; BYTE $0x52; BYTE $0x27; BYTE $0x48; BYTE $0x72; BYTE $0xea // VCVTNE2PS2BF16 Z10, Z11, Z13
 
 bf16fixed80:
+	VPERMW.Z Z13, Z3, K1, Z10
+	VPERMW.Z Z13, Z4, K1, Z11
+
+notrn76:
+	VMULPS (SI)(R8*4), Z8, Z8
+	VMULPS 64(SI)(R8*4), Z9, Z9
+	VMULPS 128(SI)(R8*4), Z10, Z10
+	VMULPS 192(SI)(R8*4), Z11, Z11
+	MOVQ   job_bias+0(AX), R11
+	TESTQ  R11, R11
+	JZ     nobias81
+	VADDPS (R11)(R8*4), Z8, Z8
+	VADDPS 64(R11)(R8*4), Z9, Z9
+	VADDPS 128(R11)(R8*4), Z10, Z10
+	VADDPS 192(R11)(R8*4), Z11, Z11
+
+nobias81:
+	VFPCLASSPSZ    $0xa1, Z8, K2
+	VFPCLASSPSZ    $0xa1, Z9, K3
+	KORTESTW       K3, K2
+	JNZ            bf16fix82
+	BYTE $0x62; BYTE $0x52; BYTE $0x37; BYTE $0x48; BYTE $0x72; BYTE $0xe8 // VCVTNE2PS2BF16 Z8, Z9, Z13
+
+bf16fixed83:
+	VMOVNTDQ       Z13, (CX)(R8*2)
+	VFPCLASSPSZ    $0xa1, Z10, K2
+	VFPCLASSPSZ    $0xa1, Z11, K3
+	KORTESTW       K3, K2
+	JNZ            bf16fix84
+	BYTE $0x62; BYTE $0x52; BYTE $0x27; BYTE $0x48; BYTE $0x72; BYTE $0xc2 // VCVTNE2PS2BF16 Z10, Z11, Z8
+
+bf16fixed85:
 	VMOVNTDQ Z8, 64(CX)(R8*2)
 	ADDQ     $0x00000040, R8
 	JMP      scalentloop
@@ -62803,13 +63174,13 @@ scalentloopoffset:
 	PREFETCHT0 128(R10)(R8*4)
 	PREFETCHT0 192(R10)(R8*4)
 	TESTQ      R12, R12
-	JZ         noadd81
+	JZ         noadd86
 	PREFETCHT0 (R12)(R8*4)
 	PREFETCHT0 64(R12)(R8*4)
 	PREFETCHT0 128(R12)(R8*4)
 	PREFETCHT0 192(R12)(R8*4)
 
-noadd81:
+noadd86:
 	VMOVUPS        (DX)(R8*4), Z8
 	VSUBPS         Z6, Z8, Z8
 	VMULPS         Z7, Z8, Z8
@@ -62823,27 +63194,27 @@ noadd81:
 	VSUBPS         Z6, Z11, Z11
 	VMULPS         Z7, Z11, Z11
 	TESTL          $0x00000008, job_flags+0(AX)
-	JZ             notrn82
+	JZ             notrn87
 	VFPCLASSPSZ    $0xa1, Z8, K2
 	VFPCLASSPSZ    $0xa1, Z9, K3
 	KORTESTW       K3, K2
-	JNZ            bf16fix83
+	JNZ            bf16fix88
 	BYTE $0x62; BYTE $0x52; BYTE $0x37; BYTE $0x48; BYTE $0x72; BYTE $0xe8 // VCVTNE2PS2BF16 Z8, Z9, Z13
 
-bf16fixed84:
+bf16fixed89:
 	VPERMW.Z       Z13, Z3, K1, Z8
 	VPERMW.Z       Z13, Z4, K1, Z9
 	VFPCLASSPSZ    $0xa1, Z10, K2
 	VFPCLASSPSZ    $0xa1, Z11, K3
 	KORTESTW       K3, K2
-	JNZ            bf16fix85
+	JNZ            bf16fix90
 	BYTE $0x62; BYTE $0x52; BYTE $0x27; BYTE $0x48; BYTE $0x72; BYTE $0xea // VCVTNE2PS2BF16 Z10, Z11, Z13
 
-bf16fixed86:
+bf16fixed91:
 	VPERMW.Z Z13, Z3, K1, Z10
 	VPERMW.Z Z13, Z4, K1, Z11
 
-notrn82:
+notrn87:
 	VMOVUPS (SI)(R8*4), Z13
 	VADDPS  Z5, Z13, Z13
 	VMULPS  Z13, Z8, Z8
@@ -62858,28 +63229,28 @@ notrn82:
 	VMULPS  Z13, Z11, Z11
 	MOVQ    job_bias+0(AX), R11
 	TESTQ   R11, R11
-	JZ      nobias87
+	JZ      nobias92
 	VADDPS  (R11)(R8*4), Z8, Z8
 	VADDPS  64(R11)(R8*4), Z9, Z9
 	VADDPS  128(R11)(R8*4), Z10, Z10
 	VADDPS  192(R11)(R8*4), Z11, Z11
 
-nobias87:
+nobias92:
 	VFPCLASSPSZ    $0xa1, Z8, K2
 	VFPCLASSPSZ    $0xa1, Z9, K3
 	KORTESTW       K3, K2
-	JNZ            bf16fix88
+	JNZ            bf16fix93
 	BYTE $0x62; BYTE $0x52; BYTE $0x37; BYTE $0x48; BYTE $0x72; BYTE $0xe8 // VCVTNE2PS2BF16 Z8, Z9, Z13
 
-bf16fixed89:
+bf16fixed94:
 	VMOVNTDQ       Z13, (CX)(R8*2)
 	VFPCLASSPSZ    $0xa1, Z10, K2
 	VFPCLASSPSZ    $0xa1, Z11, K3
 	KORTESTW       K3, K2
-	JNZ            bf16fix90
+	JNZ            bf16fix95
 	BYTE $0x62; BYTE $0x52; BYTE $0x27; BYTE $0x48; BYTE $0x72; BYTE $0xc2 // VCVTNE2PS2BF16 Z10, Z11, Z8
 
-bf16fixed91:
+bf16fixed96:
 	VMOVNTDQ Z8, 64(CX)(R8*2)
 	ADDQ     $0x00000040, R8
 	JMP      scalentloopoffset
@@ -62893,13 +63264,13 @@ scalentloopnoweight:
 	PREFETCHT0 128(R10)(R8*4)
 	PREFETCHT0 192(R10)(R8*4)
 	TESTQ      R12, R12
-	JZ         noadd92
+	JZ         noadd97
 	PREFETCHT0 (R12)(R8*4)
 	PREFETCHT0 64(R12)(R8*4)
 	PREFETCHT0 128(R12)(R8*4)
 	PREFETCHT0 192(R12)(R8*4)
 
-noadd92:
+noadd97:
 	VMOVUPS (DX)(R8*4), Z8
 	VSUBPS  Z6, Z8, Z8
 	VMULPS  Z7, Z8, Z8
@@ -62914,28 +63285,28 @@ noadd92:
 	VMULPS  Z7, Z11, Z11
 	MOVQ    job_bias+0(AX), R11
 	TESTQ   R11, R11
-	JZ      nobias93
+	JZ      nobias98
 	VADDPS  (R11)(R8*4), Z8, Z8
 	VADDPS  64(R11)(R8*4), Z9, Z9
 	VADDPS  128(R11)(R8*4), Z10, Z10
 	VADDPS  192(R11)(R8*4), Z11, Z11
 
-nobias93:
+nobias98:
 	VFPCLASSPSZ    $0xa1, Z8, K2
 	VFPCLASSPSZ    $0xa1, Z9, K3
 	KORTESTW       K3, K2
-	JNZ            bf16fix94
+	JNZ            bf16fix99
 	BYTE $0x62; BYTE $0x52; BYTE $0x37; BYTE $0x48; BYTE $0x72; BYTE $0xe8 // VCVTNE2PS2BF16 Z8, Z9, Z13
 
-bf16fixed95:
+bf16fixed100:
 	VMOVNTDQ       Z13, (CX)(R8*2)
 	VFPCLASSPSZ    $0xa1, Z10, K2
 	VFPCLASSPSZ    $0xa1, Z11, K3
 	KORTESTW       K3, K2
-	JNZ            bf16fix96
+	JNZ            bf16fix101
 	BYTE $0x62; BYTE $0x52; BYTE $0x27; BYTE $0x48; BYTE $0x72; BYTE $0xc2 // VCVTNE2PS2BF16 Z10, Z11, Z8
 
-bf16fixed97:
+bf16fixed102:
 	VMOVNTDQ Z8, 64(CX)(R8*2)
 	ADDQ     $0x00000040, R8
 	JMP      scalentloopnoweight
@@ -62950,35 +63321,35 @@ scaleone:
 	VSUBPS         Z6, Z8, Z8
 	VMULPS         Z7, Z8, Z8
 	TESTL          $0x00000008, job_flags+0(AX)
-	JZ             notrn98
+	JZ             notrn103
 	VFPCLASSPSZ    $0xa1, Z8, K2
 	KORTESTW       K2, K2
-	JNZ            bf16fix99
+	JNZ            bf16fix104
 	BYTE $0x62; BYTE $0x52; BYTE $0x3f; BYTE $0x48; BYTE $0x72; BYTE $0xc8 // VCVTNE2PS2BF16 Z8, Z8, Z9
 
-bf16fixed100:
+bf16fixed105:
 	VPERMW.Z Z9, Z3, K1, Z8
 
-notrn98:
+notrn103:
 	TESTQ   SI, SI
-	JZ      noweight101
+	JZ      noweight106
 	VMOVUPS (SI)(R8*4), Z9
 	VADDPS  Z5, Z9, Z9
 	VMULPS  Z9, Z8, Z8
 
-noweight101:
+noweight106:
 	MOVQ   job_bias+0(AX), R10
 	TESTQ  R10, R10
-	JZ     nobias102
+	JZ     nobias107
 	VADDPS (R10)(R8*4), Z8, Z8
 
-nobias102:
+nobias107:
 	VFPCLASSPSZ    $0xa1, Z8, K2
 	KORTESTW       K2, K2
-	JNZ            bf16fix103
+	JNZ            bf16fix108
 	BYTE $0x62; BYTE $0x52; BYTE $0x3f; BYTE $0x48; BYTE $0x72; BYTE $0xc8 // VCVTNE2PS2BF16 Z8, Z8, Z9
 
-bf16fixed104:
+bf16fixed109:
 	VEXTRACTI64X4 $0x00, Z9, (CX)(R8*2)
 	ADDQ          $0x00000010, R8
 	JMP           scaleone
@@ -62996,36 +63367,36 @@ partout:
 	VSUBPS         Z6, Z8, Z8
 	VMULPS         Z8, Z7, Z8
 	TESTL          $0x00000008, job_flags+0(AX)
-	JZ             notrn105
+	JZ             notrn110
 	VFPCLASSPSZ    $0xa1, Z8, K3
 	KORTESTW       K3, K3
-	JNZ            bf16fix106
+	JNZ            bf16fix111
 	BYTE $0x62; BYTE $0x52; BYTE $0x3f; BYTE $0x48; BYTE $0x72; BYTE $0xc8 // VCVTNE2PS2BF16 Z8, Z8, Z9
 
-bf16fixed107:
+bf16fixed112:
 	VPERMW.Z Z9, Z3, K1, Z8
 
-notrn105:
+notrn110:
 	TESTQ     SI, SI
-	JZ        noweight108
+	JZ        noweight113
 	VMOVUPS.Z (SI)(R8*4), K2, Z9
 	VADDPS    Z5, Z9, Z9
 	VMULPS    Z9, Z8, Z8
 
-noweight108:
+noweight113:
 	MOVQ      job_bias+0(AX), R11
 	TESTQ     R11, R11
-	JZ        nobias109
+	JZ        nobias114
 	VMOVUPS.Z (R11)(R8*4), K2, Z9
 	VADDPS    Z9, Z8, Z8
 
-nobias109:
+nobias114:
 	VFPCLASSPSZ    $0xa1, Z8, K3
 	KORTESTW       K3, K3
-	JNZ            bf16fix110
+	JNZ            bf16fix115
 	BYTE $0x62; BYTE $0x52; BYTE $0x3f; BYTE $0x48; BYTE $0x72; BYTE $0xc8 // VCVTNE2PS2BF16 Z8, Z8, Z9
 
-bf16fixed111:
+bf16fixed116:
 	VMOVDQU16 Z9, K2, (CX)(R8*2)
 	ADDQ      R10, R8
 	CMPQ      R8, job_d+0(AX)
@@ -63054,38 +63425,6 @@ vzero:
 	MOVQ AX, ret+24(FP)
 	RET
 
-bf16fix12:
-	VPSRLD       $0x10, Z8, Z13
-	VPANDD       Z0, Z13, Z13
-	VPADDD       Z1, Z13, Z13
-	VPADDD       Z8, Z13, Z13
-	VFPCLASSPSZ  $0x81, Z8, K2
-	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z13
-	VPSRLD       $0x10, Z9, Z8
-	VPANDD       Z0, Z8, Z8
-	VPADDD       Z1, Z8, Z8
-	VPADDD       Z9, Z8, Z8
-	VFPCLASSPSZ  $0x81, Z9, K2
-	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z8
-	VPERMT2W     Z8, Z2, Z13
-	JMP          bf16fixed13
-
-bf16fix14:
-	VPSRLD       $0x10, Z10, Z13
-	VPANDD       Z0, Z13, Z13
-	VPADDD       Z1, Z13, Z13
-	VPADDD       Z10, Z13, Z13
-	VFPCLASSPSZ  $0x81, Z10, K2
-	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z13
-	VPSRLD       $0x10, Z11, Z10
-	VPANDD       Z0, Z10, Z10
-	VPADDD       Z1, Z10, Z10
-	VPADDD       Z11, Z10, Z10
-	VFPCLASSPSZ  $0x81, Z11, K2
-	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z10
-	VPERMT2W     Z10, Z2, Z13
-	JMP          bf16fixed15
-
 bf16fix17:
 	VPSRLD       $0x10, Z8, Z13
 	VPANDD       Z0, Z13, Z13
@@ -63103,19 +63442,19 @@ bf16fix17:
 	JMP          bf16fixed18
 
 bf16fix19:
-	VPSRLD       $0x10, Z10, Z8
-	VPANDD       Z0, Z8, Z8
-	VPADDD       Z1, Z8, Z8
-	VPADDD       Z10, Z8, Z8
+	VPSRLD       $0x10, Z10, Z13
+	VPANDD       Z0, Z13, Z13
+	VPADDD       Z1, Z13, Z13
+	VPADDD       Z10, Z13, Z13
 	VFPCLASSPSZ  $0x81, Z10, K2
-	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z8
-	VPSRLD       $0x10, Z11, Z9
-	VPANDD       Z0, Z9, Z9
-	VPADDD       Z1, Z9, Z9
-	VPADDD       Z11, Z9, Z9
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z13
+	VPSRLD       $0x10, Z11, Z10
+	VPANDD       Z0, Z10, Z10
+	VPADDD       Z1, Z10, Z10
+	VPADDD       Z11, Z10, Z10
 	VFPCLASSPSZ  $0x81, Z11, K2
-	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z9
-	VPERMT2W     Z9, Z2, Z8
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z10
+	VPERMT2W     Z10, Z2, Z13
 	JMP          bf16fixed20
 
 bf16fix22:
@@ -63135,19 +63474,19 @@ bf16fix22:
 	JMP          bf16fixed23
 
 bf16fix24:
-	VPSRLD       $0x10, Z10, Z13
-	VPANDD       Z0, Z13, Z13
-	VPADDD       Z1, Z13, Z13
-	VPADDD       Z10, Z13, Z13
+	VPSRLD       $0x10, Z10, Z8
+	VPANDD       Z0, Z8, Z8
+	VPADDD       Z1, Z8, Z8
+	VPADDD       Z10, Z8, Z8
 	VFPCLASSPSZ  $0x81, Z10, K2
-	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z13
-	VPSRLD       $0x10, Z11, Z10
-	VPANDD       Z0, Z10, Z10
-	VPADDD       Z1, Z10, Z10
-	VPADDD       Z11, Z10, Z10
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z8
+	VPSRLD       $0x10, Z11, Z9
+	VPANDD       Z0, Z9, Z9
+	VPADDD       Z1, Z9, Z9
+	VPADDD       Z11, Z9, Z9
 	VFPCLASSPSZ  $0x81, Z11, K2
-	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z10
-	VPERMT2W     Z10, Z2, Z13
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z9
+	VPERMT2W     Z9, Z2, Z8
 	JMP          bf16fixed25
 
 bf16fix27:
@@ -63167,19 +63506,19 @@ bf16fix27:
 	JMP          bf16fixed28
 
 bf16fix29:
-	VPSRLD       $0x10, Z10, Z8
-	VPANDD       Z0, Z8, Z8
-	VPADDD       Z1, Z8, Z8
-	VPADDD       Z10, Z8, Z8
+	VPSRLD       $0x10, Z10, Z13
+	VPANDD       Z0, Z13, Z13
+	VPADDD       Z1, Z13, Z13
+	VPADDD       Z10, Z13, Z13
 	VFPCLASSPSZ  $0x81, Z10, K2
-	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z8
-	VPSRLD       $0x10, Z11, Z9
-	VPANDD       Z0, Z9, Z9
-	VPADDD       Z1, Z9, Z9
-	VPADDD       Z11, Z9, Z9
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z13
+	VPSRLD       $0x10, Z11, Z10
+	VPANDD       Z0, Z10, Z10
+	VPADDD       Z1, Z10, Z10
+	VPADDD       Z11, Z10, Z10
 	VFPCLASSPSZ  $0x81, Z11, K2
-	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z9
-	VPERMT2W     Z9, Z2, Z8
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z10
+	VPERMT2W     Z10, Z2, Z13
 	JMP          bf16fixed30
 
 bf16fix32:
@@ -63214,7 +63553,7 @@ bf16fix34:
 	VPERMT2W     Z9, Z2, Z8
 	JMP          bf16fixed35
 
-bf16fix38:
+bf16fix37:
 	VPSRLD       $0x10, Z8, Z13
 	VPANDD       Z0, Z13, Z13
 	VPADDD       Z1, Z13, Z13
@@ -63228,23 +63567,23 @@ bf16fix38:
 	VFPCLASSPSZ  $0x81, Z9, K2
 	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z8
 	VPERMT2W     Z8, Z2, Z13
-	JMP          bf16fixed39
+	JMP          bf16fixed38
 
-bf16fix40:
-	VPSRLD       $0x10, Z10, Z13
-	VPANDD       Z0, Z13, Z13
-	VPADDD       Z1, Z13, Z13
-	VPADDD       Z10, Z13, Z13
+bf16fix39:
+	VPSRLD       $0x10, Z10, Z8
+	VPANDD       Z0, Z8, Z8
+	VPADDD       Z1, Z8, Z8
+	VPADDD       Z10, Z8, Z8
 	VFPCLASSPSZ  $0x81, Z10, K2
-	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z13
-	VPSRLD       $0x10, Z11, Z10
-	VPANDD       Z0, Z10, Z10
-	VPADDD       Z1, Z10, Z10
-	VPADDD       Z11, Z10, Z10
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z8
+	VPSRLD       $0x10, Z11, Z9
+	VPANDD       Z0, Z9, Z9
+	VPADDD       Z1, Z9, Z9
+	VPADDD       Z11, Z9, Z9
 	VFPCLASSPSZ  $0x81, Z11, K2
-	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z10
-	VPERMT2W     Z10, Z2, Z13
-	JMP          bf16fixed41
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z9
+	VPERMT2W     Z9, Z2, Z8
+	JMP          bf16fixed40
 
 bf16fix43:
 	VPSRLD       $0x10, Z8, Z13
@@ -63263,19 +63602,19 @@ bf16fix43:
 	JMP          bf16fixed44
 
 bf16fix45:
-	VPSRLD       $0x10, Z10, Z8
-	VPANDD       Z0, Z8, Z8
-	VPADDD       Z1, Z8, Z8
-	VPADDD       Z10, Z8, Z8
+	VPSRLD       $0x10, Z10, Z13
+	VPANDD       Z0, Z13, Z13
+	VPADDD       Z1, Z13, Z13
+	VPADDD       Z10, Z13, Z13
 	VFPCLASSPSZ  $0x81, Z10, K2
-	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z8
-	VPSRLD       $0x10, Z11, Z9
-	VPANDD       Z0, Z9, Z9
-	VPADDD       Z1, Z9, Z9
-	VPADDD       Z11, Z9, Z9
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z13
+	VPSRLD       $0x10, Z11, Z10
+	VPANDD       Z0, Z10, Z10
+	VPADDD       Z1, Z10, Z10
+	VPADDD       Z11, Z10, Z10
 	VFPCLASSPSZ  $0x81, Z11, K2
-	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z9
-	VPERMT2W     Z9, Z2, Z8
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z10
+	VPERMT2W     Z10, Z2, Z13
 	JMP          bf16fixed46
 
 bf16fix48:
@@ -63295,19 +63634,19 @@ bf16fix48:
 	JMP          bf16fixed49
 
 bf16fix50:
-	VPSRLD       $0x10, Z10, Z13
-	VPANDD       Z0, Z13, Z13
-	VPADDD       Z1, Z13, Z13
-	VPADDD       Z10, Z13, Z13
+	VPSRLD       $0x10, Z10, Z8
+	VPANDD       Z0, Z8, Z8
+	VPADDD       Z1, Z8, Z8
+	VPADDD       Z10, Z8, Z8
 	VFPCLASSPSZ  $0x81, Z10, K2
-	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z13
-	VPSRLD       $0x10, Z11, Z10
-	VPANDD       Z0, Z10, Z10
-	VPADDD       Z1, Z10, Z10
-	VPADDD       Z11, Z10, Z10
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z8
+	VPSRLD       $0x10, Z11, Z9
+	VPANDD       Z0, Z9, Z9
+	VPADDD       Z1, Z9, Z9
+	VPADDD       Z11, Z9, Z9
 	VFPCLASSPSZ  $0x81, Z11, K2
-	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z10
-	VPERMT2W     Z10, Z2, Z13
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z9
+	VPERMT2W     Z9, Z2, Z8
 	JMP          bf16fixed51
 
 bf16fix53:
@@ -63327,19 +63666,19 @@ bf16fix53:
 	JMP          bf16fixed54
 
 bf16fix55:
-	VPSRLD       $0x10, Z10, Z8
-	VPANDD       Z0, Z8, Z8
-	VPADDD       Z1, Z8, Z8
-	VPADDD       Z10, Z8, Z8
+	VPSRLD       $0x10, Z10, Z13
+	VPANDD       Z0, Z13, Z13
+	VPADDD       Z1, Z13, Z13
+	VPADDD       Z10, Z13, Z13
 	VFPCLASSPSZ  $0x81, Z10, K2
-	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z8
-	VPSRLD       $0x10, Z11, Z9
-	VPANDD       Z0, Z9, Z9
-	VPADDD       Z1, Z9, Z9
-	VPADDD       Z11, Z9, Z9
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z13
+	VPSRLD       $0x10, Z11, Z10
+	VPANDD       Z0, Z10, Z10
+	VPADDD       Z1, Z10, Z10
+	VPADDD       Z11, Z10, Z10
 	VFPCLASSPSZ  $0x81, Z11, K2
-	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z9
-	VPERMT2W     Z9, Z2, Z8
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z10
+	VPERMT2W     Z10, Z2, Z13
 	JMP          bf16fixed56
 
 bf16fix58:
@@ -63375,26 +63714,6 @@ bf16fix60:
 	JMP          bf16fixed61
 
 bf16fix63:
-	VPSRLD       $0x10, Z8, Z9
-	VPANDD       Z0, Z9, Z9
-	VPADDD       Z1, Z9, Z9
-	VPADDD       Z8, Z9, Z9
-	VFPCLASSPSZ  $0x81, Z8, K2
-	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z9
-	VPERMT2W     Z9, Z2, Z9
-	JMP          bf16fixed64
-
-bf16fix67:
-	VPSRLD       $0x10, Z8, Z9
-	VPANDD       Z0, Z9, Z9
-	VPADDD       Z1, Z9, Z9
-	VPADDD       Z8, Z9, Z9
-	VFPCLASSPSZ  $0x81, Z8, K2
-	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z9
-	VPERMT2W     Z9, Z2, Z9
-	JMP          bf16fixed68
-
-bf16fix72:
 	VPSRLD       $0x10, Z8, Z13
 	VPANDD       Z0, Z13, Z13
 	VPADDD       Z1, Z13, Z13
@@ -63408,23 +63727,43 @@ bf16fix72:
 	VFPCLASSPSZ  $0x81, Z9, K2
 	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z8
 	VPERMT2W     Z8, Z2, Z13
-	JMP          bf16fixed73
+	JMP          bf16fixed64
 
-bf16fix74:
-	VPSRLD       $0x10, Z10, Z13
-	VPANDD       Z0, Z13, Z13
-	VPADDD       Z1, Z13, Z13
-	VPADDD       Z10, Z13, Z13
+bf16fix65:
+	VPSRLD       $0x10, Z10, Z8
+	VPANDD       Z0, Z8, Z8
+	VPADDD       Z1, Z8, Z8
+	VPADDD       Z10, Z8, Z8
 	VFPCLASSPSZ  $0x81, Z10, K2
-	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z13
-	VPSRLD       $0x10, Z11, Z10
-	VPANDD       Z0, Z10, Z10
-	VPADDD       Z1, Z10, Z10
-	VPADDD       Z11, Z10, Z10
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z8
+	VPSRLD       $0x10, Z11, Z9
+	VPANDD       Z0, Z9, Z9
+	VPADDD       Z1, Z9, Z9
+	VPADDD       Z11, Z9, Z9
 	VFPCLASSPSZ  $0x81, Z11, K2
-	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z10
-	VPERMT2W     Z10, Z2, Z13
-	JMP          bf16fixed75
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z9
+	VPERMT2W     Z9, Z2, Z8
+	JMP          bf16fixed66
+
+bf16fix68:
+	VPSRLD       $0x10, Z8, Z9
+	VPANDD       Z0, Z9, Z9
+	VPADDD       Z1, Z9, Z9
+	VPADDD       Z8, Z9, Z9
+	VFPCLASSPSZ  $0x81, Z8, K2
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z9
+	VPERMT2W     Z9, Z2, Z9
+	JMP          bf16fixed69
+
+bf16fix72:
+	VPSRLD       $0x10, Z8, Z9
+	VPANDD       Z0, Z9, Z9
+	VPADDD       Z1, Z9, Z9
+	VPADDD       Z8, Z9, Z9
+	VFPCLASSPSZ  $0x81, Z8, K2
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z9
+	VPERMT2W     Z9, Z2, Z9
+	JMP          bf16fixed73
 
 bf16fix77:
 	VPSRLD       $0x10, Z8, Z13
@@ -63443,38 +63782,6 @@ bf16fix77:
 	JMP          bf16fixed78
 
 bf16fix79:
-	VPSRLD       $0x10, Z10, Z8
-	VPANDD       Z0, Z8, Z8
-	VPADDD       Z1, Z8, Z8
-	VPADDD       Z10, Z8, Z8
-	VFPCLASSPSZ  $0x81, Z10, K2
-	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z8
-	VPSRLD       $0x10, Z11, Z9
-	VPANDD       Z0, Z9, Z9
-	VPADDD       Z1, Z9, Z9
-	VPADDD       Z11, Z9, Z9
-	VFPCLASSPSZ  $0x81, Z11, K2
-	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z9
-	VPERMT2W     Z9, Z2, Z8
-	JMP          bf16fixed80
-
-bf16fix83:
-	VPSRLD       $0x10, Z8, Z13
-	VPANDD       Z0, Z13, Z13
-	VPADDD       Z1, Z13, Z13
-	VPADDD       Z8, Z13, Z13
-	VFPCLASSPSZ  $0x81, Z8, K2
-	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z13
-	VPSRLD       $0x10, Z9, Z8
-	VPANDD       Z0, Z8, Z8
-	VPADDD       Z1, Z8, Z8
-	VPADDD       Z9, Z8, Z8
-	VFPCLASSPSZ  $0x81, Z9, K2
-	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z8
-	VPERMT2W     Z8, Z2, Z13
-	JMP          bf16fixed84
-
-bf16fix85:
 	VPSRLD       $0x10, Z10, Z13
 	VPANDD       Z0, Z13, Z13
 	VPADDD       Z1, Z13, Z13
@@ -63488,7 +63795,39 @@ bf16fix85:
 	VFPCLASSPSZ  $0x81, Z11, K2
 	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z10
 	VPERMT2W     Z10, Z2, Z13
-	JMP          bf16fixed86
+	JMP          bf16fixed80
+
+bf16fix82:
+	VPSRLD       $0x10, Z8, Z13
+	VPANDD       Z0, Z13, Z13
+	VPADDD       Z1, Z13, Z13
+	VPADDD       Z8, Z13, Z13
+	VFPCLASSPSZ  $0x81, Z8, K2
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z13
+	VPSRLD       $0x10, Z9, Z8
+	VPANDD       Z0, Z8, Z8
+	VPADDD       Z1, Z8, Z8
+	VPADDD       Z9, Z8, Z8
+	VFPCLASSPSZ  $0x81, Z9, K2
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z8
+	VPERMT2W     Z8, Z2, Z13
+	JMP          bf16fixed83
+
+bf16fix84:
+	VPSRLD       $0x10, Z10, Z8
+	VPANDD       Z0, Z8, Z8
+	VPADDD       Z1, Z8, Z8
+	VPADDD       Z10, Z8, Z8
+	VFPCLASSPSZ  $0x81, Z10, K2
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z8
+	VPSRLD       $0x10, Z11, Z9
+	VPANDD       Z0, Z9, Z9
+	VPADDD       Z1, Z9, Z9
+	VPADDD       Z11, Z9, Z9
+	VFPCLASSPSZ  $0x81, Z11, K2
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z9
+	VPERMT2W     Z9, Z2, Z8
+	JMP          bf16fixed85
 
 bf16fix88:
 	VPSRLD       $0x10, Z8, Z13
@@ -63507,22 +63846,22 @@ bf16fix88:
 	JMP          bf16fixed89
 
 bf16fix90:
-	VPSRLD       $0x10, Z10, Z8
-	VPANDD       Z0, Z8, Z8
-	VPADDD       Z1, Z8, Z8
-	VPADDD       Z10, Z8, Z8
+	VPSRLD       $0x10, Z10, Z13
+	VPANDD       Z0, Z13, Z13
+	VPADDD       Z1, Z13, Z13
+	VPADDD       Z10, Z13, Z13
 	VFPCLASSPSZ  $0x81, Z10, K2
-	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z8
-	VPSRLD       $0x10, Z11, Z9
-	VPANDD       Z0, Z9, Z9
-	VPADDD       Z1, Z9, Z9
-	VPADDD       Z11, Z9, Z9
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z13
+	VPSRLD       $0x10, Z11, Z10
+	VPANDD       Z0, Z10, Z10
+	VPADDD       Z1, Z10, Z10
+	VPADDD       Z11, Z10, Z10
 	VFPCLASSPSZ  $0x81, Z11, K2
-	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z9
-	VPERMT2W     Z9, Z2, Z8
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z10
+	VPERMT2W     Z10, Z2, Z13
 	JMP          bf16fixed91
 
-bf16fix94:
+bf16fix93:
 	VPSRLD       $0x10, Z8, Z13
 	VPANDD       Z0, Z13, Z13
 	VPADDD       Z1, Z13, Z13
@@ -63536,9 +63875,9 @@ bf16fix94:
 	VFPCLASSPSZ  $0x81, Z9, K2
 	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z8
 	VPERMT2W     Z8, Z2, Z13
-	JMP          bf16fixed95
+	JMP          bf16fixed94
 
-bf16fix96:
+bf16fix95:
 	VPSRLD       $0x10, Z10, Z8
 	VPANDD       Z0, Z8, Z8
 	VPADDD       Z1, Z8, Z8
@@ -63552,19 +63891,41 @@ bf16fix96:
 	VFPCLASSPSZ  $0x81, Z11, K2
 	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z9
 	VPERMT2W     Z9, Z2, Z8
-	JMP          bf16fixed97
+	JMP          bf16fixed96
 
 bf16fix99:
-	VPSRLD       $0x10, Z8, Z9
-	VPANDD       Z0, Z9, Z9
-	VPADDD       Z1, Z9, Z9
-	VPADDD       Z8, Z9, Z9
+	VPSRLD       $0x10, Z8, Z13
+	VPANDD       Z0, Z13, Z13
+	VPADDD       Z1, Z13, Z13
+	VPADDD       Z8, Z13, Z13
 	VFPCLASSPSZ  $0x81, Z8, K2
-	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z9
-	VPERMT2W     Z9, Z2, Z9
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z13
+	VPSRLD       $0x10, Z9, Z8
+	VPANDD       Z0, Z8, Z8
+	VPADDD       Z1, Z8, Z8
+	VPADDD       Z9, Z8, Z8
+	VFPCLASSPSZ  $0x81, Z9, K2
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z8
+	VPERMT2W     Z8, Z2, Z13
 	JMP          bf16fixed100
 
-bf16fix103:
+bf16fix101:
+	VPSRLD       $0x10, Z10, Z8
+	VPANDD       Z0, Z8, Z8
+	VPADDD       Z1, Z8, Z8
+	VPADDD       Z10, Z8, Z8
+	VFPCLASSPSZ  $0x81, Z10, K2
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z8
+	VPSRLD       $0x10, Z11, Z9
+	VPANDD       Z0, Z9, Z9
+	VPADDD       Z1, Z9, Z9
+	VPADDD       Z11, Z9, Z9
+	VFPCLASSPSZ  $0x81, Z11, K2
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z9
+	VPERMT2W     Z9, Z2, Z8
+	JMP          bf16fixed102
+
+bf16fix104:
 	VPSRLD       $0x10, Z8, Z9
 	VPANDD       Z0, Z9, Z9
 	VPADDD       Z1, Z9, Z9
@@ -63572,9 +63933,19 @@ bf16fix103:
 	VFPCLASSPSZ  $0x81, Z8, K2
 	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z9
 	VPERMT2W     Z9, Z2, Z9
-	JMP          bf16fixed104
+	JMP          bf16fixed105
 
-bf16fix106:
+bf16fix108:
+	VPSRLD       $0x10, Z8, Z9
+	VPANDD       Z0, Z9, Z9
+	VPADDD       Z1, Z9, Z9
+	VPADDD       Z8, Z9, Z9
+	VFPCLASSPSZ  $0x81, Z8, K2
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z9
+	VPERMT2W     Z9, Z2, Z9
+	JMP          bf16fixed109
+
+bf16fix111:
 	VPSRLD       $0x10, Z8, Z9
 	VPANDD       Z0, Z9, Z9
 	VPADDD       Z1, Z9, Z9
@@ -63582,9 +63953,9 @@ bf16fix106:
 	VFPCLASSPSZ  $0x81, Z8, K3
 	VPBROADCASTD avx512bfnanhigh<>+0(SB), K3, Z9
 	VPERMT2W     Z9, Z2, Z9
-	JMP          bf16fixed107
+	JMP          bf16fixed112
 
-bf16fix110:
+bf16fix115:
 	VPSRLD       $0x10, Z8, Z9
 	VPANDD       Z0, Z9, Z9
 	VPADDD       Z1, Z9, Z9
@@ -63592,7 +63963,7 @@ bf16fix110:
 	VFPCLASSPSZ  $0x81, Z8, K3
 	VPBROADCASTD avx512bfnanhigh<>+0(SB), K3, Z9
 	VPERMT2W     Z9, Z2, Z9
-	JMP          bf16fixed111
+	JMP          bf16fixed116
 
 // func avx512bf16NarrowBF16(dst uintptr, src uintptr, n int)
 // Requires: AVX, AVX512BF16, AVX512BW, AVX512DQ, AVX512F

@@ -8,9 +8,9 @@ import (
 	. "github.com/mmcloughlin/avo/reg"
 )
 
-// The scale pass of the avx512bf16 RMSNorm functions (bfloat16 output) classifies every pair of
-// vectors before VCVTNE2PS2BF16 narrows it (packCvt), so that subnormal and NaN lanes take the
-// exact integer rounding. On a Zen 5 that classification is a fifth of ForwardBF16's time at
+// The scale pass of the avx512bf16 functions (bfloat16 output; RMSNorm's and LayerNorm's)
+// classifies every pair of vectors before VCVTNE2PS2BF16 narrows it (packCvt), so that subnormal
+// and NaN lanes take the exact integer rounding. On a Zen 5 that classification is a fifth of ForwardBF16's time at
 // 1x4096: VFPCLASSPS runs on the pipes that multiply, which bound the loop (bf16cvt.go).
 //
 // Rows whose output does not overwrite their input take loops without it. Each pair of vectors
@@ -43,15 +43,18 @@ import (
 // 1x4096 244.4 -> 205.7 (-16%); with RoundNormalized, whose rounding of x*inv was classified too,
 // 141.3 -> 126.4 (-11%), 406.1 -> 300.5 (-26%) and 1x16384 1434 -> 1122 (-22%); UnitOffset 1x4096
 // 278.8 -> 257.0 (-7.8%); ApplyToBF16 1x4096 226.5 -> 211.9 (-6.5%); 1x128, 1x16384 without
-// RoundNormalized and the streamed shapes within the noise.
+// RoundNormalized and the streamed shapes within the noise. LayerNorm's (Center, Weight and Bias;
+// the bench command, -layernorm -format bf16, the two builds in turn twice): 1x4096 412-422 ->
+// 403-404 ns, 16x4096 401-412 -> 382-393, 1x1024 the same; its scale pass subtracts the mean and
+// adds the bias on the adder pipes, where VMAXPS and VCVTNE2PS2BF16 run too.
 
 // mxFlags are MXCSR's invalid-operation (bit 0) and denormal (bit 1) flags.
 const mxFlags = 0b11
 
 // flagsChecked reports whether the function's scale pass has the loops above: the avx512bf16
-// RMSNorm functions, whose output is bfloat16.
+// functions whose output is bfloat16.
 func (g *gen) flagsChecked() bool {
-	return g.cvt && g.out() == spec.BF16 && !g.v.Layer
+	return g.cvt && g.out() == spec.BF16
 }
 
 // clearFlags clears MXCSR's flags of mxFlags when they are set and the rows are long enough for

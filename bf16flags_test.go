@@ -7,7 +7,8 @@ import (
 	"testing"
 )
 
-// On a CPU with AVX512_BF16, rows longer than groupMax normalized out of place into bfloat16 take
+// On a CPU with AVX512_BF16, rows longer than groupMax normalized into bfloat16 where their output
+// does not overwrite what the scale pass reads (out of place, or in place with a residual) take
 // scale loops that do not classify each pair of vectors before VCVTNE2PS2BF16: they have VMAXPS
 // raise MXCSR's invalid and denormal flags, read once per row, and a flagged row is redone with
 // the classification (asm/amd64/bf16flags.go). Most lanes the narrowing gets wrong raise a flag in
@@ -170,4 +171,63 @@ func flaggedCall(k kernelID, n *Norm, f format, x, res []float32, residual, inPl
 	}
 	applyRowsWith(k, n, f, dst, x16, h, nil, 0, 0)
 	return dst, h
+}
+
+// TestBF16FlaggedLayouts is TestBF16FlaggedLanes' check in the layouts a call can have around the
+// flagged row: nine rows, the lane in the sixth (the second of two groups of four when rows of
+// 513-1024 go four at a time, withLongGroups, and one at a time otherwise), back to back, strided
+// (Stride, which gives float32 rows the loops that prefetch), with a DstStride of their own, and
+// split between two goroutines (Workers).
+func TestBF16FlaggedLayouts(t *testing.T) {
+	logBF16Paths(t)
+	splitAll(t)
+	const rows, flagged = 9, 5
+	type layout struct {
+		name              string
+		gap, dstGap, work int
+	}
+	layouts := []layout{{"packed", 0, 0, 1}, {"strided", 32, 32, 1}, {"DstStride", 0, 64, 1}, {"Workers", 0, 0, 2}}
+	calls := 0
+	for _, d := range []int{640, 1024} {
+		for _, lo := range layouts {
+			for _, nan := range []bool{false, true} {
+				for _, f := range []format{formatBF16, formatToBF16} {
+					for _, rn := range []bool{false, true} {
+						stride, dstStride := d+lo.gap, d+lo.dstGap
+						x, _, w, _ := normalInputs(seedFor(d, lo.gap, lo.dstGap), rows, stride)
+						w = w[:d]
+						for i := range x {
+							x[i] *= 0x1p50 // inv about 2^-50, as in TestBF16FlaggedLanes
+						}
+						x = x[:(rows-1)*stride+d]
+						p := flagged*stride + 33
+						if nan {
+							w[33] = math.Float32frombits(0x7fc12345) // every row's lane
+						} else {
+							x[p], w[33] = 0x1p-60, 0x1p-18 // y about 2^-128 in the sixth row
+						}
+						n := Norm{Weight: w, Eps: 1e-6, RoundNormalized: rn, Workers: lo.work}
+						run := func(k kernelID) []uint16 {
+							dst := make([]uint16, (rows-1)*dstStride+d)
+							if f == formatToBF16 {
+								applyKernel(k, &n, f, &rowsOf[uint16, float32]{Dst: dst, X: x, N: rows, Stride: stride, DstStride: dstStride})
+							} else {
+								applyKernel(k, &n, f, &rowsOf[uint16, uint16]{Dst: dst, X: narrowAll(x, formatBF16), N: rows, Stride: stride, DstStride: dstStride})
+							}
+							return dst
+						}
+						want := run(kernelGeneric)
+						for _, k := range testKernels() {
+							bothLongGroups(func() {
+								ctx := fmt.Sprintf("%s d=%d %s nan=%v %s rn=%v groups=%v", k, d, lo.name, nan, applyNamesOf[f].fn, rn, avx512LongGroups)
+								check16Exact(t, ctx, run(k), want)
+								calls++
+							})
+						}
+					}
+				}
+			}
+		}
+	}
+	t.Logf("%d calls on kernels %v", calls, testKernels())
 }

@@ -58117,6 +58117,129 @@ scalepf:
 
 longrows30:
 	ADDQ  DX, R10
+	CMPQ  job_d+0(AX), $0x00000200
+	JBE   scalepfchecked
+	CMPQ  DX, CX
+	JE    scalepfchecked
+	TESTQ SI, SI
+	JZ    scalefastpfloopnoweight
+	TESTL $0x00000010, job_flags+0(AX)
+	JNZ   scalefastpfloopoffset
+
+	PCALIGN $32
+scalefastpfloop:
+	CMPQ           R8, R9
+	JG             scalefastpfdone
+	PREFETCHT0     (R10)(R8*4)
+	PREFETCHT0     64(R10)(R8*4)
+	PREFETCHT0     128(R10)(R8*4)
+	PREFETCHT0     192(R10)(R8*4)
+	VMULPS         (DX)(R8*4), Z6, Z7
+	VMULPS         64(DX)(R8*4), Z6, Z8
+	VMULPS         128(DX)(R8*4), Z6, Z9
+	VMULPS         192(DX)(R8*4), Z6, Z10
+	TESTL          $0x00000008, job_flags+0(AX)
+	JZ             notrn31
+	VMAXPS         Z8, Z7, Z12
+	BYTE $0x62; BYTE $0x72; BYTE $0x3f; BYTE $0x48; BYTE $0x72; BYTE $0xc7 // VCVTNE2PS2BF16 Z7, Z8, Z8
+	VPERMW.Z       Z8, Z3, K1, Z7
+	VPERMW.Z       Z8, Z4, K1, Z8
+	VMAXPS         Z10, Z9, Z12
+	BYTE $0x62; BYTE $0x52; BYTE $0x2f; BYTE $0x48; BYTE $0x72; BYTE $0xd1 // VCVTNE2PS2BF16 Z9, Z10, Z10
+	VPERMW.Z       Z10, Z3, K1, Z9
+	VPERMW.Z       Z10, Z4, K1, Z10
+
+notrn31:
+	VMULPS         (SI)(R8*4), Z7, Z7
+	VMULPS         64(SI)(R8*4), Z8, Z8
+	VMAXPS         Z8, Z7, Z12
+	BYTE $0x62; BYTE $0xf2; BYTE $0x3f; BYTE $0x48; BYTE $0x72; BYTE $0xff // VCVTNE2PS2BF16 Z7, Z8, Z7
+	VMOVDQU64      Z7, (CX)(R8*2)
+	VMULPS         128(SI)(R8*4), Z9, Z9
+	VMULPS         192(SI)(R8*4), Z10, Z10
+	VMAXPS         Z10, Z9, Z7
+	BYTE $0x62; BYTE $0xd2; BYTE $0x2f; BYTE $0x48; BYTE $0x72; BYTE $0xf9 // VCVTNE2PS2BF16 Z9, Z10, Z7
+	VMOVDQU64      Z7, 64(CX)(R8*2)
+	ADDQ           $0x00000040, R8
+	JMP            scalefastpfloop
+
+	PCALIGN $32
+scalefastpfloopoffset:
+	CMPQ           R8, R9
+	JG             scalefastpfdone
+	PREFETCHT0     (R10)(R8*4)
+	PREFETCHT0     64(R10)(R8*4)
+	PREFETCHT0     128(R10)(R8*4)
+	PREFETCHT0     192(R10)(R8*4)
+	VMULPS         (DX)(R8*4), Z6, Z7
+	VMULPS         64(DX)(R8*4), Z6, Z8
+	VMULPS         128(DX)(R8*4), Z6, Z9
+	VMULPS         192(DX)(R8*4), Z6, Z10
+	TESTL          $0x00000008, job_flags+0(AX)
+	JZ             notrn32
+	VMAXPS         Z8, Z7, Z12
+	BYTE $0x62; BYTE $0x72; BYTE $0x3f; BYTE $0x48; BYTE $0x72; BYTE $0xc7 // VCVTNE2PS2BF16 Z7, Z8, Z8
+	VPERMW.Z       Z8, Z3, K1, Z7
+	VPERMW.Z       Z8, Z4, K1, Z8
+	VMAXPS         Z10, Z9, Z12
+	BYTE $0x62; BYTE $0x52; BYTE $0x2f; BYTE $0x48; BYTE $0x72; BYTE $0xd1 // VCVTNE2PS2BF16 Z9, Z10, Z10
+	VPERMW.Z       Z10, Z3, K1, Z9
+	VPERMW.Z       Z10, Z4, K1, Z10
+
+notrn32:
+	VMOVUPS        (SI)(R8*4), Z12
+	VADDPS         Z5, Z12, Z12
+	VMULPS         Z12, Z7, Z7
+	VMOVUPS        64(SI)(R8*4), Z12
+	VADDPS         Z5, Z12, Z12
+	VMULPS         Z12, Z8, Z8
+	VMAXPS         Z8, Z7, Z12
+	BYTE $0x62; BYTE $0xf2; BYTE $0x3f; BYTE $0x48; BYTE $0x72; BYTE $0xff // VCVTNE2PS2BF16 Z7, Z8, Z7
+	VMOVDQU64      Z7, (CX)(R8*2)
+	VMOVUPS        128(SI)(R8*4), Z7
+	VADDPS         Z5, Z7, Z7
+	VMULPS         Z7, Z9, Z9
+	VMOVUPS        192(SI)(R8*4), Z7
+	VADDPS         Z5, Z7, Z7
+	VMULPS         Z7, Z10, Z10
+	VMAXPS         Z10, Z9, Z7
+	BYTE $0x62; BYTE $0xd2; BYTE $0x2f; BYTE $0x48; BYTE $0x72; BYTE $0xf9 // VCVTNE2PS2BF16 Z9, Z10, Z7
+	VMOVDQU64      Z7, 64(CX)(R8*2)
+	ADDQ           $0x00000040, R8
+	JMP            scalefastpfloopoffset
+
+	PCALIGN $32
+scalefastpfloopnoweight:
+	CMPQ           R8, R9
+	JG             scalefastpfdone
+	PREFETCHT0     (R10)(R8*4)
+	PREFETCHT0     64(R10)(R8*4)
+	PREFETCHT0     128(R10)(R8*4)
+	PREFETCHT0     192(R10)(R8*4)
+	VMULPS         (DX)(R8*4), Z6, Z7
+	VMULPS         64(DX)(R8*4), Z6, Z8
+	VMULPS         128(DX)(R8*4), Z6, Z9
+	VMULPS         192(DX)(R8*4), Z6, Z10
+	VMAXPS         Z8, Z7, Z12
+	BYTE $0x62; BYTE $0xf2; BYTE $0x3f; BYTE $0x48; BYTE $0x72; BYTE $0xff // VCVTNE2PS2BF16 Z7, Z8, Z7
+	VMOVDQU64      Z7, (CX)(R8*2)
+	VMAXPS         Z10, Z9, Z7
+	BYTE $0x62; BYTE $0xd2; BYTE $0x2f; BYTE $0x48; BYTE $0x72; BYTE $0xf9 // VCVTNE2PS2BF16 Z9, Z10, Z7
+	VMOVDQU64      Z7, 64(CX)(R8*2)
+	ADDQ           $0x00000040, R8
+	JMP            scalefastpfloopnoweight
+
+scalefastpfdone:
+	STMXCSR 376(SP)
+	TESTL   $0x00000003, 376(SP)
+	JZ      scaletail
+
+	// A NaN or a subnormal among the lanes narrowed, or one before them: the row again, classified.
+	ANDL    $0xfffffffc, 376(SP)
+	LDMXCSR 376(SP)
+	XORQ    R8, R8
+
+scalepfchecked:
 	TESTQ SI, SI
 	JZ    scalepfloopnoweight
 	TESTL $0x00000010, job_flags+0(AX)
@@ -58135,46 +58258,46 @@ scalepfloop:
 	VMULPS         128(DX)(R8*4), Z6, Z9
 	VMULPS         192(DX)(R8*4), Z6, Z10
 	TESTL          $0x00000008, job_flags+0(AX)
-	JZ             notrn31
+	JZ             notrn33
 	VFPCLASSPSZ    $0xa1, Z7, K2
 	VFPCLASSPSZ    $0xa1, Z8, K3
 	KORTESTW       K3, K2
-	JNZ            bf16fix32
+	JNZ            bf16fix34
 	BYTE $0x62; BYTE $0x72; BYTE $0x3f; BYTE $0x48; BYTE $0x72; BYTE $0xe7 // VCVTNE2PS2BF16 Z7, Z8, Z12
 
-bf16fixed33:
+bf16fixed35:
 	VPERMW.Z       Z12, Z3, K1, Z7
 	VPERMW.Z       Z12, Z4, K1, Z8
 	VFPCLASSPSZ    $0xa1, Z9, K2
 	VFPCLASSPSZ    $0xa1, Z10, K3
 	KORTESTW       K3, K2
-	JNZ            bf16fix34
+	JNZ            bf16fix36
 	BYTE $0x62; BYTE $0x52; BYTE $0x2f; BYTE $0x48; BYTE $0x72; BYTE $0xe1 // VCVTNE2PS2BF16 Z9, Z10, Z12
 
-bf16fixed35:
+bf16fixed37:
 	VPERMW.Z Z12, Z3, K1, Z9
 	VPERMW.Z Z12, Z4, K1, Z10
 
-notrn31:
+notrn33:
 	VMULPS         (SI)(R8*4), Z7, Z7
 	VMULPS         64(SI)(R8*4), Z8, Z8
 	VFPCLASSPSZ    $0xa1, Z7, K2
 	VFPCLASSPSZ    $0xa1, Z8, K3
 	KORTESTW       K3, K2
-	JNZ            bf16fix36
+	JNZ            bf16fix38
 	BYTE $0x62; BYTE $0x72; BYTE $0x3f; BYTE $0x48; BYTE $0x72; BYTE $0xe7 // VCVTNE2PS2BF16 Z7, Z8, Z12
 
-bf16fixed37:
+bf16fixed39:
 	VMOVDQU64      Z12, (CX)(R8*2)
 	VMULPS         128(SI)(R8*4), Z9, Z9
 	VMULPS         192(SI)(R8*4), Z10, Z10
 	VFPCLASSPSZ    $0xa1, Z9, K2
 	VFPCLASSPSZ    $0xa1, Z10, K3
 	KORTESTW       K3, K2
-	JNZ            bf16fix38
+	JNZ            bf16fix40
 	BYTE $0x62; BYTE $0xd2; BYTE $0x2f; BYTE $0x48; BYTE $0x72; BYTE $0xf9 // VCVTNE2PS2BF16 Z9, Z10, Z7
 
-bf16fixed39:
+bf16fixed41:
 	VMOVDQU64 Z7, 64(CX)(R8*2)
 	ADDQ      $0x00000040, R8
 	JMP       scalepfloop
@@ -58192,27 +58315,27 @@ scalepfloopoffset:
 	VMULPS         128(DX)(R8*4), Z6, Z9
 	VMULPS         192(DX)(R8*4), Z6, Z10
 	TESTL          $0x00000008, job_flags+0(AX)
-	JZ             notrn40
+	JZ             notrn42
 	VFPCLASSPSZ    $0xa1, Z7, K2
 	VFPCLASSPSZ    $0xa1, Z8, K3
 	KORTESTW       K3, K2
-	JNZ            bf16fix41
+	JNZ            bf16fix43
 	BYTE $0x62; BYTE $0x72; BYTE $0x3f; BYTE $0x48; BYTE $0x72; BYTE $0xe7 // VCVTNE2PS2BF16 Z7, Z8, Z12
 
-bf16fixed42:
+bf16fixed44:
 	VPERMW.Z       Z12, Z3, K1, Z7
 	VPERMW.Z       Z12, Z4, K1, Z8
 	VFPCLASSPSZ    $0xa1, Z9, K2
 	VFPCLASSPSZ    $0xa1, Z10, K3
 	KORTESTW       K3, K2
-	JNZ            bf16fix43
+	JNZ            bf16fix45
 	BYTE $0x62; BYTE $0x52; BYTE $0x2f; BYTE $0x48; BYTE $0x72; BYTE $0xe1 // VCVTNE2PS2BF16 Z9, Z10, Z12
 
-bf16fixed44:
+bf16fixed46:
 	VPERMW.Z Z12, Z3, K1, Z9
 	VPERMW.Z Z12, Z4, K1, Z10
 
-notrn40:
+notrn42:
 	VMOVUPS        (SI)(R8*4), Z12
 	VADDPS         Z5, Z12, Z12
 	VMULPS         Z12, Z7, Z7
@@ -58222,10 +58345,10 @@ notrn40:
 	VFPCLASSPSZ    $0xa1, Z7, K2
 	VFPCLASSPSZ    $0xa1, Z8, K3
 	KORTESTW       K3, K2
-	JNZ            bf16fix45
+	JNZ            bf16fix47
 	BYTE $0x62; BYTE $0x72; BYTE $0x3f; BYTE $0x48; BYTE $0x72; BYTE $0xe7 // VCVTNE2PS2BF16 Z7, Z8, Z12
 
-bf16fixed46:
+bf16fixed48:
 	VMOVDQU64      Z12, (CX)(R8*2)
 	VMOVUPS        128(SI)(R8*4), Z7
 	VADDPS         Z5, Z7, Z7
@@ -58236,10 +58359,10 @@ bf16fixed46:
 	VFPCLASSPSZ    $0xa1, Z9, K2
 	VFPCLASSPSZ    $0xa1, Z10, K3
 	KORTESTW       K3, K2
-	JNZ            bf16fix47
+	JNZ            bf16fix49
 	BYTE $0x62; BYTE $0xd2; BYTE $0x2f; BYTE $0x48; BYTE $0x72; BYTE $0xf9 // VCVTNE2PS2BF16 Z9, Z10, Z7
 
-bf16fixed48:
+bf16fixed50:
 	VMOVDQU64 Z7, 64(CX)(R8*2)
 	ADDQ      $0x00000040, R8
 	JMP       scalepfloopoffset
@@ -58259,18 +58382,18 @@ scalepfloopnoweight:
 	VFPCLASSPSZ    $0xa1, Z7, K2
 	VFPCLASSPSZ    $0xa1, Z8, K3
 	KORTESTW       K3, K2
-	JNZ            bf16fix49
+	JNZ            bf16fix51
 	BYTE $0x62; BYTE $0x72; BYTE $0x3f; BYTE $0x48; BYTE $0x72; BYTE $0xe7 // VCVTNE2PS2BF16 Z7, Z8, Z12
 
-bf16fixed50:
+bf16fixed52:
 	VMOVDQU64      Z12, (CX)(R8*2)
 	VFPCLASSPSZ    $0xa1, Z9, K2
 	VFPCLASSPSZ    $0xa1, Z10, K3
 	KORTESTW       K3, K2
-	JNZ            bf16fix51
+	JNZ            bf16fix53
 	BYTE $0x62; BYTE $0xd2; BYTE $0x2f; BYTE $0x48; BYTE $0x72; BYTE $0xf9 // VCVTNE2PS2BF16 Z9, Z10, Z7
 
-bf16fixed52:
+bf16fixed54:
 	VMOVDQU64 Z7, 64(CX)(R8*2)
 	ADDQ      $0x00000040, R8
 	JMP       scalepfloopnoweight
@@ -58291,29 +58414,29 @@ scalehead:
 	JB             scaleheadpart
 	VMULPS         (DX)(R8*4), Z6, Z7
 	TESTL          $0x00000008, job_flags+0(AX)
-	JZ             notrn53
+	JZ             notrn55
 	VFPCLASSPSZ    $0xa1, Z7, K2
 	KORTESTW       K2, K2
-	JNZ            bf16fix54
+	JNZ            bf16fix56
 	BYTE $0x62; BYTE $0x72; BYTE $0x47; BYTE $0x48; BYTE $0x72; BYTE $0xc7 // VCVTNE2PS2BF16 Z7, Z7, Z8
 
-bf16fixed55:
+bf16fixed57:
 	VPERMW.Z Z8, Z3, K1, Z7
 
-notrn53:
+notrn55:
 	TESTQ   SI, SI
-	JZ      noweight56
+	JZ      noweight58
 	VMOVUPS (SI)(R8*4), Z8
 	VADDPS  Z5, Z8, Z8
 	VMULPS  Z8, Z7, Z7
 
-noweight56:
+noweight58:
 	VFPCLASSPSZ    $0xa1, Z7, K2
 	KORTESTW       K2, K2
-	JNZ            bf16fix57
+	JNZ            bf16fix59
 	BYTE $0x62; BYTE $0x72; BYTE $0x47; BYTE $0x48; BYTE $0x72; BYTE $0xc7 // VCVTNE2PS2BF16 Z7, Z7, Z8
 
-bf16fixed58:
+bf16fixed60:
 	VEXTRACTI64X4 $0x00, Z8, (CX)(R8*2)
 	ADDQ          $0x00000010, R8
 	SUBQ          $0x00000010, R10
@@ -58325,10 +58448,10 @@ scaleheadpart:
 scalentgo:
 	MOVQ DI, R10
 	CMPQ job_d+0(AX), $0x00000200
-	JA   longrows59
+	JA   longrows61
 	SHLQ $0x03, R10
 
-longrows59:
+longrows61:
 	MOVQ  BX, R12
 	ADDQ  R10, R12
 	XORL  R11, R11
@@ -58354,58 +58477,58 @@ scalentloop:
 	PREFETCHT0 128(R10)(R8*4)
 	PREFETCHT0 192(R10)(R8*4)
 	TESTQ      R12, R12
-	JZ         noadd60
+	JZ         noadd62
 	PREFETCHT0 (R12)(R8*4)
 	PREFETCHT0 64(R12)(R8*4)
 	PREFETCHT0 128(R12)(R8*4)
 	PREFETCHT0 192(R12)(R8*4)
 
-noadd60:
+noadd62:
 	VMULPS         (DX)(R8*4), Z6, Z7
 	VMULPS         64(DX)(R8*4), Z6, Z8
 	VMULPS         128(DX)(R8*4), Z6, Z9
 	VMULPS         192(DX)(R8*4), Z6, Z10
 	TESTL          $0x00000008, job_flags+0(AX)
-	JZ             notrn61
+	JZ             notrn63
 	VFPCLASSPSZ    $0xa1, Z7, K2
 	VFPCLASSPSZ    $0xa1, Z8, K3
 	KORTESTW       K3, K2
-	JNZ            bf16fix62
+	JNZ            bf16fix64
 	BYTE $0x62; BYTE $0x72; BYTE $0x3f; BYTE $0x48; BYTE $0x72; BYTE $0xe7 // VCVTNE2PS2BF16 Z7, Z8, Z12
 
-bf16fixed63:
+bf16fixed65:
 	VPERMW.Z       Z12, Z3, K1, Z7
 	VPERMW.Z       Z12, Z4, K1, Z8
 	VFPCLASSPSZ    $0xa1, Z9, K2
 	VFPCLASSPSZ    $0xa1, Z10, K3
 	KORTESTW       K3, K2
-	JNZ            bf16fix64
+	JNZ            bf16fix66
 	BYTE $0x62; BYTE $0x52; BYTE $0x2f; BYTE $0x48; BYTE $0x72; BYTE $0xe1 // VCVTNE2PS2BF16 Z9, Z10, Z12
 
-bf16fixed65:
+bf16fixed67:
 	VPERMW.Z Z12, Z3, K1, Z9
 	VPERMW.Z Z12, Z4, K1, Z10
 
-notrn61:
+notrn63:
 	VMULPS         (SI)(R8*4), Z7, Z7
 	VMULPS         64(SI)(R8*4), Z8, Z8
 	VFPCLASSPSZ    $0xa1, Z7, K2
 	VFPCLASSPSZ    $0xa1, Z8, K3
 	KORTESTW       K3, K2
-	JNZ            bf16fix66
+	JNZ            bf16fix68
 	BYTE $0x62; BYTE $0x72; BYTE $0x3f; BYTE $0x48; BYTE $0x72; BYTE $0xe7 // VCVTNE2PS2BF16 Z7, Z8, Z12
 
-bf16fixed67:
+bf16fixed69:
 	VMOVNTDQ       Z12, (CX)(R8*2)
 	VMULPS         128(SI)(R8*4), Z9, Z9
 	VMULPS         192(SI)(R8*4), Z10, Z10
 	VFPCLASSPSZ    $0xa1, Z9, K2
 	VFPCLASSPSZ    $0xa1, Z10, K3
 	KORTESTW       K3, K2
-	JNZ            bf16fix68
+	JNZ            bf16fix70
 	BYTE $0x62; BYTE $0xd2; BYTE $0x2f; BYTE $0x48; BYTE $0x72; BYTE $0xf9 // VCVTNE2PS2BF16 Z9, Z10, Z7
 
-bf16fixed69:
+bf16fixed71:
 	VMOVNTDQ Z7, 64(CX)(R8*2)
 	ADDQ     $0x00000040, R8
 	JMP      scalentloop
@@ -58419,39 +58542,39 @@ scalentloopoffset:
 	PREFETCHT0 128(R10)(R8*4)
 	PREFETCHT0 192(R10)(R8*4)
 	TESTQ      R12, R12
-	JZ         noadd70
+	JZ         noadd72
 	PREFETCHT0 (R12)(R8*4)
 	PREFETCHT0 64(R12)(R8*4)
 	PREFETCHT0 128(R12)(R8*4)
 	PREFETCHT0 192(R12)(R8*4)
 
-noadd70:
+noadd72:
 	VMULPS         (DX)(R8*4), Z6, Z7
 	VMULPS         64(DX)(R8*4), Z6, Z8
 	VMULPS         128(DX)(R8*4), Z6, Z9
 	VMULPS         192(DX)(R8*4), Z6, Z10
 	TESTL          $0x00000008, job_flags+0(AX)
-	JZ             notrn71
+	JZ             notrn73
 	VFPCLASSPSZ    $0xa1, Z7, K2
 	VFPCLASSPSZ    $0xa1, Z8, K3
 	KORTESTW       K3, K2
-	JNZ            bf16fix72
+	JNZ            bf16fix74
 	BYTE $0x62; BYTE $0x72; BYTE $0x3f; BYTE $0x48; BYTE $0x72; BYTE $0xe7 // VCVTNE2PS2BF16 Z7, Z8, Z12
 
-bf16fixed73:
+bf16fixed75:
 	VPERMW.Z       Z12, Z3, K1, Z7
 	VPERMW.Z       Z12, Z4, K1, Z8
 	VFPCLASSPSZ    $0xa1, Z9, K2
 	VFPCLASSPSZ    $0xa1, Z10, K3
 	KORTESTW       K3, K2
-	JNZ            bf16fix74
+	JNZ            bf16fix76
 	BYTE $0x62; BYTE $0x52; BYTE $0x2f; BYTE $0x48; BYTE $0x72; BYTE $0xe1 // VCVTNE2PS2BF16 Z9, Z10, Z12
 
-bf16fixed75:
+bf16fixed77:
 	VPERMW.Z Z12, Z3, K1, Z9
 	VPERMW.Z Z12, Z4, K1, Z10
 
-notrn71:
+notrn73:
 	VMOVUPS        (SI)(R8*4), Z12
 	VADDPS         Z5, Z12, Z12
 	VMULPS         Z12, Z7, Z7
@@ -58461,10 +58584,10 @@ notrn71:
 	VFPCLASSPSZ    $0xa1, Z7, K2
 	VFPCLASSPSZ    $0xa1, Z8, K3
 	KORTESTW       K3, K2
-	JNZ            bf16fix76
+	JNZ            bf16fix78
 	BYTE $0x62; BYTE $0x72; BYTE $0x3f; BYTE $0x48; BYTE $0x72; BYTE $0xe7 // VCVTNE2PS2BF16 Z7, Z8, Z12
 
-bf16fixed77:
+bf16fixed79:
 	VMOVNTDQ       Z12, (CX)(R8*2)
 	VMOVUPS        128(SI)(R8*4), Z7
 	VADDPS         Z5, Z7, Z7
@@ -58475,10 +58598,10 @@ bf16fixed77:
 	VFPCLASSPSZ    $0xa1, Z9, K2
 	VFPCLASSPSZ    $0xa1, Z10, K3
 	KORTESTW       K3, K2
-	JNZ            bf16fix78
+	JNZ            bf16fix80
 	BYTE $0x62; BYTE $0xd2; BYTE $0x2f; BYTE $0x48; BYTE $0x72; BYTE $0xf9 // VCVTNE2PS2BF16 Z9, Z10, Z7
 
-bf16fixed79:
+bf16fixed81:
 	VMOVNTDQ Z7, 64(CX)(R8*2)
 	ADDQ     $0x00000040, R8
 	JMP      scalentloopoffset
@@ -58492,13 +58615,13 @@ scalentloopnoweight:
 	PREFETCHT0 128(R10)(R8*4)
 	PREFETCHT0 192(R10)(R8*4)
 	TESTQ      R12, R12
-	JZ         noadd80
+	JZ         noadd82
 	PREFETCHT0 (R12)(R8*4)
 	PREFETCHT0 64(R12)(R8*4)
 	PREFETCHT0 128(R12)(R8*4)
 	PREFETCHT0 192(R12)(R8*4)
 
-noadd80:
+noadd82:
 	VMULPS         (DX)(R8*4), Z6, Z7
 	VMULPS         64(DX)(R8*4), Z6, Z8
 	VMULPS         128(DX)(R8*4), Z6, Z9
@@ -58506,18 +58629,18 @@ noadd80:
 	VFPCLASSPSZ    $0xa1, Z7, K2
 	VFPCLASSPSZ    $0xa1, Z8, K3
 	KORTESTW       K3, K2
-	JNZ            bf16fix81
+	JNZ            bf16fix83
 	BYTE $0x62; BYTE $0x72; BYTE $0x3f; BYTE $0x48; BYTE $0x72; BYTE $0xe7 // VCVTNE2PS2BF16 Z7, Z8, Z12
 
-bf16fixed82:
+bf16fixed84:
 	VMOVNTDQ       Z12, (CX)(R8*2)
 	VFPCLASSPSZ    $0xa1, Z9, K2
 	VFPCLASSPSZ    $0xa1, Z10, K3
 	KORTESTW       K3, K2
-	JNZ            bf16fix83
+	JNZ            bf16fix85
 	BYTE $0x62; BYTE $0xd2; BYTE $0x2f; BYTE $0x48; BYTE $0x72; BYTE $0xf9 // VCVTNE2PS2BF16 Z9, Z10, Z7
 
-bf16fixed84:
+bf16fixed86:
 	VMOVNTDQ Z7, 64(CX)(R8*2)
 	ADDQ     $0x00000040, R8
 	JMP      scalentloopnoweight
@@ -58537,46 +58660,46 @@ scalenthwloop:
 	VMULPS         128(DX)(R8*4), Z6, Z9
 	VMULPS         192(DX)(R8*4), Z6, Z10
 	TESTL          $0x00000008, job_flags+0(AX)
-	JZ             notrn85
+	JZ             notrn87
 	VFPCLASSPSZ    $0xa1, Z7, K2
 	VFPCLASSPSZ    $0xa1, Z8, K3
 	KORTESTW       K3, K2
-	JNZ            bf16fix86
+	JNZ            bf16fix88
 	BYTE $0x62; BYTE $0x72; BYTE $0x3f; BYTE $0x48; BYTE $0x72; BYTE $0xe7 // VCVTNE2PS2BF16 Z7, Z8, Z12
 
-bf16fixed87:
+bf16fixed89:
 	VPERMW.Z       Z12, Z3, K1, Z7
 	VPERMW.Z       Z12, Z4, K1, Z8
 	VFPCLASSPSZ    $0xa1, Z9, K2
 	VFPCLASSPSZ    $0xa1, Z10, K3
 	KORTESTW       K3, K2
-	JNZ            bf16fix88
+	JNZ            bf16fix90
 	BYTE $0x62; BYTE $0x52; BYTE $0x2f; BYTE $0x48; BYTE $0x72; BYTE $0xe1 // VCVTNE2PS2BF16 Z9, Z10, Z12
 
-bf16fixed89:
+bf16fixed91:
 	VPERMW.Z Z12, Z3, K1, Z9
 	VPERMW.Z Z12, Z4, K1, Z10
 
-notrn85:
+notrn87:
 	VMULPS         (SI)(R8*4), Z7, Z7
 	VMULPS         64(SI)(R8*4), Z8, Z8
 	VFPCLASSPSZ    $0xa1, Z7, K2
 	VFPCLASSPSZ    $0xa1, Z8, K3
 	KORTESTW       K3, K2
-	JNZ            bf16fix90
+	JNZ            bf16fix92
 	BYTE $0x62; BYTE $0x72; BYTE $0x3f; BYTE $0x48; BYTE $0x72; BYTE $0xe7 // VCVTNE2PS2BF16 Z7, Z8, Z12
 
-bf16fixed91:
+bf16fixed93:
 	VMOVNTDQ       Z12, (CX)(R8*2)
 	VMULPS         128(SI)(R8*4), Z9, Z9
 	VMULPS         192(SI)(R8*4), Z10, Z10
 	VFPCLASSPSZ    $0xa1, Z9, K2
 	VFPCLASSPSZ    $0xa1, Z10, K3
 	KORTESTW       K3, K2
-	JNZ            bf16fix92
+	JNZ            bf16fix94
 	BYTE $0x62; BYTE $0xd2; BYTE $0x2f; BYTE $0x48; BYTE $0x72; BYTE $0xf9 // VCVTNE2PS2BF16 Z9, Z10, Z7
 
-bf16fixed93:
+bf16fixed95:
 	VMOVNTDQ Z7, 64(CX)(R8*2)
 	ADDQ     $0x00000040, R8
 	JMP      scalenthwloop
@@ -58590,27 +58713,27 @@ scalenthwloopoffset:
 	VMULPS         128(DX)(R8*4), Z6, Z9
 	VMULPS         192(DX)(R8*4), Z6, Z10
 	TESTL          $0x00000008, job_flags+0(AX)
-	JZ             notrn94
+	JZ             notrn96
 	VFPCLASSPSZ    $0xa1, Z7, K2
 	VFPCLASSPSZ    $0xa1, Z8, K3
 	KORTESTW       K3, K2
-	JNZ            bf16fix95
+	JNZ            bf16fix97
 	BYTE $0x62; BYTE $0x72; BYTE $0x3f; BYTE $0x48; BYTE $0x72; BYTE $0xe7 // VCVTNE2PS2BF16 Z7, Z8, Z12
 
-bf16fixed96:
+bf16fixed98:
 	VPERMW.Z       Z12, Z3, K1, Z7
 	VPERMW.Z       Z12, Z4, K1, Z8
 	VFPCLASSPSZ    $0xa1, Z9, K2
 	VFPCLASSPSZ    $0xa1, Z10, K3
 	KORTESTW       K3, K2
-	JNZ            bf16fix97
+	JNZ            bf16fix99
 	BYTE $0x62; BYTE $0x52; BYTE $0x2f; BYTE $0x48; BYTE $0x72; BYTE $0xe1 // VCVTNE2PS2BF16 Z9, Z10, Z12
 
-bf16fixed98:
+bf16fixed100:
 	VPERMW.Z Z12, Z3, K1, Z9
 	VPERMW.Z Z12, Z4, K1, Z10
 
-notrn94:
+notrn96:
 	VMOVUPS        (SI)(R8*4), Z12
 	VADDPS         Z5, Z12, Z12
 	VMULPS         Z12, Z7, Z7
@@ -58620,10 +58743,10 @@ notrn94:
 	VFPCLASSPSZ    $0xa1, Z7, K2
 	VFPCLASSPSZ    $0xa1, Z8, K3
 	KORTESTW       K3, K2
-	JNZ            bf16fix99
+	JNZ            bf16fix101
 	BYTE $0x62; BYTE $0x72; BYTE $0x3f; BYTE $0x48; BYTE $0x72; BYTE $0xe7 // VCVTNE2PS2BF16 Z7, Z8, Z12
 
-bf16fixed100:
+bf16fixed102:
 	VMOVNTDQ       Z12, (CX)(R8*2)
 	VMOVUPS        128(SI)(R8*4), Z7
 	VADDPS         Z5, Z7, Z7
@@ -58634,10 +58757,10 @@ bf16fixed100:
 	VFPCLASSPSZ    $0xa1, Z9, K2
 	VFPCLASSPSZ    $0xa1, Z10, K3
 	KORTESTW       K3, K2
-	JNZ            bf16fix101
+	JNZ            bf16fix103
 	BYTE $0x62; BYTE $0xd2; BYTE $0x2f; BYTE $0x48; BYTE $0x72; BYTE $0xf9 // VCVTNE2PS2BF16 Z9, Z10, Z7
 
-bf16fixed102:
+bf16fixed104:
 	VMOVNTDQ Z7, 64(CX)(R8*2)
 	ADDQ     $0x00000040, R8
 	JMP      scalenthwloopoffset
@@ -58653,18 +58776,18 @@ scalenthwloopnoweight:
 	VFPCLASSPSZ    $0xa1, Z7, K2
 	VFPCLASSPSZ    $0xa1, Z8, K3
 	KORTESTW       K3, K2
-	JNZ            bf16fix103
+	JNZ            bf16fix105
 	BYTE $0x62; BYTE $0x72; BYTE $0x3f; BYTE $0x48; BYTE $0x72; BYTE $0xe7 // VCVTNE2PS2BF16 Z7, Z8, Z12
 
-bf16fixed104:
+bf16fixed106:
 	VMOVNTDQ       Z12, (CX)(R8*2)
 	VFPCLASSPSZ    $0xa1, Z9, K2
 	VFPCLASSPSZ    $0xa1, Z10, K3
 	KORTESTW       K3, K2
-	JNZ            bf16fix105
+	JNZ            bf16fix107
 	BYTE $0x62; BYTE $0xd2; BYTE $0x2f; BYTE $0x48; BYTE $0x72; BYTE $0xf9 // VCVTNE2PS2BF16 Z9, Z10, Z7
 
-bf16fixed106:
+bf16fixed108:
 	VMOVNTDQ Z7, 64(CX)(R8*2)
 	ADDQ     $0x00000040, R8
 	JMP      scalenthwloopnoweight
@@ -58677,29 +58800,29 @@ scaleone:
 	JG             scalepart
 	VMULPS         (DX)(R8*4), Z6, Z7
 	TESTL          $0x00000008, job_flags+0(AX)
-	JZ             notrn107
+	JZ             notrn109
 	VFPCLASSPSZ    $0xa1, Z7, K2
 	KORTESTW       K2, K2
-	JNZ            bf16fix108
+	JNZ            bf16fix110
 	BYTE $0x62; BYTE $0x72; BYTE $0x47; BYTE $0x48; BYTE $0x72; BYTE $0xc7 // VCVTNE2PS2BF16 Z7, Z7, Z8
 
-bf16fixed109:
+bf16fixed111:
 	VPERMW.Z Z8, Z3, K1, Z7
 
-notrn107:
+notrn109:
 	TESTQ   SI, SI
-	JZ      noweight110
+	JZ      noweight112
 	VMOVUPS (SI)(R8*4), Z8
 	VADDPS  Z5, Z8, Z8
 	VMULPS  Z8, Z7, Z7
 
-noweight110:
+noweight112:
 	VFPCLASSPSZ    $0xa1, Z7, K2
 	KORTESTW       K2, K2
-	JNZ            bf16fix111
+	JNZ            bf16fix113
 	BYTE $0x62; BYTE $0x72; BYTE $0x47; BYTE $0x48; BYTE $0x72; BYTE $0xc7 // VCVTNE2PS2BF16 Z7, Z7, Z8
 
-bf16fixed112:
+bf16fixed114:
 	VEXTRACTI64X4 $0x00, Z8, (CX)(R8*2)
 	ADDQ          $0x00000010, R8
 	JMP           scaleone
@@ -58716,29 +58839,29 @@ partout:
 	VMOVUPS.Z      (DX)(R8*4), K2, Z7
 	VMULPS         Z7, Z6, Z7
 	TESTL          $0x00000008, job_flags+0(AX)
-	JZ             notrn113
+	JZ             notrn115
 	VFPCLASSPSZ    $0xa1, Z7, K3
 	KORTESTW       K3, K3
-	JNZ            bf16fix114
+	JNZ            bf16fix116
 	BYTE $0x62; BYTE $0x72; BYTE $0x47; BYTE $0x48; BYTE $0x72; BYTE $0xc7 // VCVTNE2PS2BF16 Z7, Z7, Z8
 
-bf16fixed115:
+bf16fixed117:
 	VPERMW.Z Z8, Z3, K1, Z7
 
-notrn113:
+notrn115:
 	TESTQ     SI, SI
-	JZ        noweight116
+	JZ        noweight118
 	VMOVUPS.Z (SI)(R8*4), K2, Z8
 	VADDPS    Z5, Z8, Z8
 	VMULPS    Z8, Z7, Z7
 
-noweight116:
+noweight118:
 	VFPCLASSPSZ    $0xa1, Z7, K3
 	KORTESTW       K3, K3
-	JNZ            bf16fix117
+	JNZ            bf16fix119
 	BYTE $0x62; BYTE $0x72; BYTE $0x47; BYTE $0x48; BYTE $0x72; BYTE $0xc7 // VCVTNE2PS2BF16 Z7, Z7, Z8
 
-bf16fixed118:
+bf16fixed120:
 	VMOVDQU16 Z8, K2, (CX)(R8*2)
 	ADDQ      R10, R8
 	CMPQ      R8, job_d+0(AX)
@@ -58927,7 +59050,7 @@ bf16fix28:
 	VPERMT2W     Z8, Z2, Z7
 	JMP          bf16fixed29
 
-bf16fix32:
+bf16fix34:
 	VPSRLD       $0x10, Z7, Z12
 	VPANDD       Z0, Z12, Z12
 	VPADDD       Z1, Z12, Z12
@@ -58941,57 +59064,25 @@ bf16fix32:
 	VFPCLASSPSZ  $0x81, Z8, K2
 	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z7
 	VPERMT2W     Z7, Z2, Z12
-	JMP          bf16fixed33
-
-bf16fix34:
-	VPSRLD       $0x10, Z9, Z12
-	VPANDD       Z0, Z12, Z12
-	VPADDD       Z1, Z12, Z12
-	VPADDD       Z9, Z12, Z12
-	VFPCLASSPSZ  $0x81, Z9, K2
-	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z12
-	VPSRLD       $0x10, Z10, Z9
-	VPANDD       Z0, Z9, Z9
-	VPADDD       Z1, Z9, Z9
-	VPADDD       Z10, Z9, Z9
-	VFPCLASSPSZ  $0x81, Z10, K2
-	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z9
-	VPERMT2W     Z9, Z2, Z12
 	JMP          bf16fixed35
 
 bf16fix36:
-	VPSRLD       $0x10, Z7, Z12
+	VPSRLD       $0x10, Z9, Z12
 	VPANDD       Z0, Z12, Z12
 	VPADDD       Z1, Z12, Z12
-	VPADDD       Z7, Z12, Z12
-	VFPCLASSPSZ  $0x81, Z7, K2
+	VPADDD       Z9, Z12, Z12
+	VFPCLASSPSZ  $0x81, Z9, K2
 	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z12
-	VPSRLD       $0x10, Z8, Z7
-	VPANDD       Z0, Z7, Z7
-	VPADDD       Z1, Z7, Z7
-	VPADDD       Z8, Z7, Z7
-	VFPCLASSPSZ  $0x81, Z8, K2
-	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z7
-	VPERMT2W     Z7, Z2, Z12
+	VPSRLD       $0x10, Z10, Z9
+	VPANDD       Z0, Z9, Z9
+	VPADDD       Z1, Z9, Z9
+	VPADDD       Z10, Z9, Z9
+	VFPCLASSPSZ  $0x81, Z10, K2
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z9
+	VPERMT2W     Z9, Z2, Z12
 	JMP          bf16fixed37
 
 bf16fix38:
-	VPSRLD       $0x10, Z9, Z7
-	VPANDD       Z0, Z7, Z7
-	VPADDD       Z1, Z7, Z7
-	VPADDD       Z9, Z7, Z7
-	VFPCLASSPSZ  $0x81, Z9, K2
-	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z7
-	VPSRLD       $0x10, Z10, Z8
-	VPANDD       Z0, Z8, Z8
-	VPADDD       Z1, Z8, Z8
-	VPADDD       Z10, Z8, Z8
-	VFPCLASSPSZ  $0x81, Z10, K2
-	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z8
-	VPERMT2W     Z8, Z2, Z7
-	JMP          bf16fixed39
-
-bf16fix41:
 	VPSRLD       $0x10, Z7, Z12
 	VPANDD       Z0, Z12, Z12
 	VPADDD       Z1, Z12, Z12
@@ -59005,109 +59096,89 @@ bf16fix41:
 	VFPCLASSPSZ  $0x81, Z8, K2
 	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z7
 	VPERMT2W     Z7, Z2, Z12
-	JMP          bf16fixed42
+	JMP          bf16fixed39
+
+bf16fix40:
+	VPSRLD       $0x10, Z9, Z7
+	VPANDD       Z0, Z7, Z7
+	VPADDD       Z1, Z7, Z7
+	VPADDD       Z9, Z7, Z7
+	VFPCLASSPSZ  $0x81, Z9, K2
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z7
+	VPSRLD       $0x10, Z10, Z8
+	VPANDD       Z0, Z8, Z8
+	VPADDD       Z1, Z8, Z8
+	VPADDD       Z10, Z8, Z8
+	VFPCLASSPSZ  $0x81, Z10, K2
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z8
+	VPERMT2W     Z8, Z2, Z7
+	JMP          bf16fixed41
 
 bf16fix43:
-	VPSRLD       $0x10, Z9, Z12
+	VPSRLD       $0x10, Z7, Z12
 	VPANDD       Z0, Z12, Z12
 	VPADDD       Z1, Z12, Z12
-	VPADDD       Z9, Z12, Z12
-	VFPCLASSPSZ  $0x81, Z9, K2
+	VPADDD       Z7, Z12, Z12
+	VFPCLASSPSZ  $0x81, Z7, K2
 	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z12
-	VPSRLD       $0x10, Z10, Z9
-	VPANDD       Z0, Z9, Z9
-	VPADDD       Z1, Z9, Z9
-	VPADDD       Z10, Z9, Z9
-	VFPCLASSPSZ  $0x81, Z10, K2
-	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z9
-	VPERMT2W     Z9, Z2, Z12
+	VPSRLD       $0x10, Z8, Z7
+	VPANDD       Z0, Z7, Z7
+	VPADDD       Z1, Z7, Z7
+	VPADDD       Z8, Z7, Z7
+	VFPCLASSPSZ  $0x81, Z8, K2
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z7
+	VPERMT2W     Z7, Z2, Z12
 	JMP          bf16fixed44
 
 bf16fix45:
-	VPSRLD       $0x10, Z7, Z12
+	VPSRLD       $0x10, Z9, Z12
 	VPANDD       Z0, Z12, Z12
 	VPADDD       Z1, Z12, Z12
-	VPADDD       Z7, Z12, Z12
-	VFPCLASSPSZ  $0x81, Z7, K2
+	VPADDD       Z9, Z12, Z12
+	VFPCLASSPSZ  $0x81, Z9, K2
 	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z12
-	VPSRLD       $0x10, Z8, Z7
-	VPANDD       Z0, Z7, Z7
-	VPADDD       Z1, Z7, Z7
-	VPADDD       Z8, Z7, Z7
-	VFPCLASSPSZ  $0x81, Z8, K2
-	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z7
-	VPERMT2W     Z7, Z2, Z12
+	VPSRLD       $0x10, Z10, Z9
+	VPANDD       Z0, Z9, Z9
+	VPADDD       Z1, Z9, Z9
+	VPADDD       Z10, Z9, Z9
+	VFPCLASSPSZ  $0x81, Z10, K2
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z9
+	VPERMT2W     Z9, Z2, Z12
 	JMP          bf16fixed46
 
 bf16fix47:
-	VPSRLD       $0x10, Z9, Z7
+	VPSRLD       $0x10, Z7, Z12
+	VPANDD       Z0, Z12, Z12
+	VPADDD       Z1, Z12, Z12
+	VPADDD       Z7, Z12, Z12
+	VFPCLASSPSZ  $0x81, Z7, K2
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z12
+	VPSRLD       $0x10, Z8, Z7
 	VPANDD       Z0, Z7, Z7
 	VPADDD       Z1, Z7, Z7
-	VPADDD       Z9, Z7, Z7
-	VFPCLASSPSZ  $0x81, Z9, K2
+	VPADDD       Z8, Z7, Z7
+	VFPCLASSPSZ  $0x81, Z8, K2
 	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z7
-	VPSRLD       $0x10, Z10, Z8
-	VPANDD       Z0, Z8, Z8
-	VPADDD       Z1, Z8, Z8
-	VPADDD       Z10, Z8, Z8
-	VFPCLASSPSZ  $0x81, Z10, K2
-	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z8
-	VPERMT2W     Z8, Z2, Z7
+	VPERMT2W     Z7, Z2, Z12
 	JMP          bf16fixed48
 
 bf16fix49:
-	VPSRLD       $0x10, Z7, Z12
-	VPANDD       Z0, Z12, Z12
-	VPADDD       Z1, Z12, Z12
-	VPADDD       Z7, Z12, Z12
-	VFPCLASSPSZ  $0x81, Z7, K2
-	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z12
-	VPSRLD       $0x10, Z8, Z7
+	VPSRLD       $0x10, Z9, Z7
 	VPANDD       Z0, Z7, Z7
 	VPADDD       Z1, Z7, Z7
-	VPADDD       Z8, Z7, Z7
-	VFPCLASSPSZ  $0x81, Z8, K2
+	VPADDD       Z9, Z7, Z7
+	VFPCLASSPSZ  $0x81, Z9, K2
 	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z7
-	VPERMT2W     Z7, Z2, Z12
+	VPSRLD       $0x10, Z10, Z8
+	VPANDD       Z0, Z8, Z8
+	VPADDD       Z1, Z8, Z8
+	VPADDD       Z10, Z8, Z8
+	VFPCLASSPSZ  $0x81, Z10, K2
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z8
+	VPERMT2W     Z8, Z2, Z7
 	JMP          bf16fixed50
 
 bf16fix51:
-	VPSRLD       $0x10, Z9, Z7
-	VPANDD       Z0, Z7, Z7
-	VPADDD       Z1, Z7, Z7
-	VPADDD       Z9, Z7, Z7
-	VFPCLASSPSZ  $0x81, Z9, K2
-	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z7
-	VPSRLD       $0x10, Z10, Z8
-	VPANDD       Z0, Z8, Z8
-	VPADDD       Z1, Z8, Z8
-	VPADDD       Z10, Z8, Z8
-	VFPCLASSPSZ  $0x81, Z10, K2
-	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z8
-	VPERMT2W     Z8, Z2, Z7
-	JMP          bf16fixed52
-
-bf16fix54:
-	VPSRLD       $0x10, Z7, Z8
-	VPANDD       Z0, Z8, Z8
-	VPADDD       Z1, Z8, Z8
-	VPADDD       Z7, Z8, Z8
-	VFPCLASSPSZ  $0x81, Z7, K2
-	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z8
-	VPERMT2W     Z8, Z2, Z8
-	JMP          bf16fixed55
-
-bf16fix57:
-	VPSRLD       $0x10, Z7, Z8
-	VPANDD       Z0, Z8, Z8
-	VPADDD       Z1, Z8, Z8
-	VPADDD       Z7, Z8, Z8
-	VFPCLASSPSZ  $0x81, Z7, K2
-	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z8
-	VPERMT2W     Z8, Z2, Z8
-	JMP          bf16fixed58
-
-bf16fix62:
 	VPSRLD       $0x10, Z7, Z12
 	VPANDD       Z0, Z12, Z12
 	VPADDD       Z1, Z12, Z12
@@ -59121,57 +59192,77 @@ bf16fix62:
 	VFPCLASSPSZ  $0x81, Z8, K2
 	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z7
 	VPERMT2W     Z7, Z2, Z12
-	JMP          bf16fixed63
+	JMP          bf16fixed52
+
+bf16fix53:
+	VPSRLD       $0x10, Z9, Z7
+	VPANDD       Z0, Z7, Z7
+	VPADDD       Z1, Z7, Z7
+	VPADDD       Z9, Z7, Z7
+	VFPCLASSPSZ  $0x81, Z9, K2
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z7
+	VPSRLD       $0x10, Z10, Z8
+	VPANDD       Z0, Z8, Z8
+	VPADDD       Z1, Z8, Z8
+	VPADDD       Z10, Z8, Z8
+	VFPCLASSPSZ  $0x81, Z10, K2
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z8
+	VPERMT2W     Z8, Z2, Z7
+	JMP          bf16fixed54
+
+bf16fix56:
+	VPSRLD       $0x10, Z7, Z8
+	VPANDD       Z0, Z8, Z8
+	VPADDD       Z1, Z8, Z8
+	VPADDD       Z7, Z8, Z8
+	VFPCLASSPSZ  $0x81, Z7, K2
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z8
+	VPERMT2W     Z8, Z2, Z8
+	JMP          bf16fixed57
+
+bf16fix59:
+	VPSRLD       $0x10, Z7, Z8
+	VPANDD       Z0, Z8, Z8
+	VPADDD       Z1, Z8, Z8
+	VPADDD       Z7, Z8, Z8
+	VFPCLASSPSZ  $0x81, Z7, K2
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z8
+	VPERMT2W     Z8, Z2, Z8
+	JMP          bf16fixed60
 
 bf16fix64:
-	VPSRLD       $0x10, Z9, Z12
+	VPSRLD       $0x10, Z7, Z12
 	VPANDD       Z0, Z12, Z12
 	VPADDD       Z1, Z12, Z12
-	VPADDD       Z9, Z12, Z12
-	VFPCLASSPSZ  $0x81, Z9, K2
+	VPADDD       Z7, Z12, Z12
+	VFPCLASSPSZ  $0x81, Z7, K2
 	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z12
-	VPSRLD       $0x10, Z10, Z9
-	VPANDD       Z0, Z9, Z9
-	VPADDD       Z1, Z9, Z9
-	VPADDD       Z10, Z9, Z9
-	VFPCLASSPSZ  $0x81, Z10, K2
-	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z9
-	VPERMT2W     Z9, Z2, Z12
+	VPSRLD       $0x10, Z8, Z7
+	VPANDD       Z0, Z7, Z7
+	VPADDD       Z1, Z7, Z7
+	VPADDD       Z8, Z7, Z7
+	VFPCLASSPSZ  $0x81, Z8, K2
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z7
+	VPERMT2W     Z7, Z2, Z12
 	JMP          bf16fixed65
 
 bf16fix66:
-	VPSRLD       $0x10, Z7, Z12
+	VPSRLD       $0x10, Z9, Z12
 	VPANDD       Z0, Z12, Z12
 	VPADDD       Z1, Z12, Z12
-	VPADDD       Z7, Z12, Z12
-	VFPCLASSPSZ  $0x81, Z7, K2
+	VPADDD       Z9, Z12, Z12
+	VFPCLASSPSZ  $0x81, Z9, K2
 	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z12
-	VPSRLD       $0x10, Z8, Z7
-	VPANDD       Z0, Z7, Z7
-	VPADDD       Z1, Z7, Z7
-	VPADDD       Z8, Z7, Z7
-	VFPCLASSPSZ  $0x81, Z8, K2
-	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z7
-	VPERMT2W     Z7, Z2, Z12
+	VPSRLD       $0x10, Z10, Z9
+	VPANDD       Z0, Z9, Z9
+	VPADDD       Z1, Z9, Z9
+	VPADDD       Z10, Z9, Z9
+	VFPCLASSPSZ  $0x81, Z10, K2
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z9
+	VPERMT2W     Z9, Z2, Z12
 	JMP          bf16fixed67
 
 bf16fix68:
-	VPSRLD       $0x10, Z9, Z7
-	VPANDD       Z0, Z7, Z7
-	VPADDD       Z1, Z7, Z7
-	VPADDD       Z9, Z7, Z7
-	VFPCLASSPSZ  $0x81, Z9, K2
-	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z7
-	VPSRLD       $0x10, Z10, Z8
-	VPANDD       Z0, Z8, Z8
-	VPADDD       Z1, Z8, Z8
-	VPADDD       Z10, Z8, Z8
-	VFPCLASSPSZ  $0x81, Z10, K2
-	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z8
-	VPERMT2W     Z8, Z2, Z7
-	JMP          bf16fixed69
-
-bf16fix72:
 	VPSRLD       $0x10, Z7, Z12
 	VPANDD       Z0, Z12, Z12
 	VPADDD       Z1, Z12, Z12
@@ -59185,73 +59276,73 @@ bf16fix72:
 	VFPCLASSPSZ  $0x81, Z8, K2
 	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z7
 	VPERMT2W     Z7, Z2, Z12
-	JMP          bf16fixed73
+	JMP          bf16fixed69
+
+bf16fix70:
+	VPSRLD       $0x10, Z9, Z7
+	VPANDD       Z0, Z7, Z7
+	VPADDD       Z1, Z7, Z7
+	VPADDD       Z9, Z7, Z7
+	VFPCLASSPSZ  $0x81, Z9, K2
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z7
+	VPSRLD       $0x10, Z10, Z8
+	VPANDD       Z0, Z8, Z8
+	VPADDD       Z1, Z8, Z8
+	VPADDD       Z10, Z8, Z8
+	VFPCLASSPSZ  $0x81, Z10, K2
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z8
+	VPERMT2W     Z8, Z2, Z7
+	JMP          bf16fixed71
 
 bf16fix74:
-	VPSRLD       $0x10, Z9, Z12
+	VPSRLD       $0x10, Z7, Z12
 	VPANDD       Z0, Z12, Z12
 	VPADDD       Z1, Z12, Z12
-	VPADDD       Z9, Z12, Z12
-	VFPCLASSPSZ  $0x81, Z9, K2
+	VPADDD       Z7, Z12, Z12
+	VFPCLASSPSZ  $0x81, Z7, K2
 	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z12
-	VPSRLD       $0x10, Z10, Z9
-	VPANDD       Z0, Z9, Z9
-	VPADDD       Z1, Z9, Z9
-	VPADDD       Z10, Z9, Z9
-	VFPCLASSPSZ  $0x81, Z10, K2
-	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z9
-	VPERMT2W     Z9, Z2, Z12
+	VPSRLD       $0x10, Z8, Z7
+	VPANDD       Z0, Z7, Z7
+	VPADDD       Z1, Z7, Z7
+	VPADDD       Z8, Z7, Z7
+	VFPCLASSPSZ  $0x81, Z8, K2
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z7
+	VPERMT2W     Z7, Z2, Z12
 	JMP          bf16fixed75
 
 bf16fix76:
-	VPSRLD       $0x10, Z7, Z12
+	VPSRLD       $0x10, Z9, Z12
 	VPANDD       Z0, Z12, Z12
 	VPADDD       Z1, Z12, Z12
-	VPADDD       Z7, Z12, Z12
-	VFPCLASSPSZ  $0x81, Z7, K2
+	VPADDD       Z9, Z12, Z12
+	VFPCLASSPSZ  $0x81, Z9, K2
 	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z12
-	VPSRLD       $0x10, Z8, Z7
-	VPANDD       Z0, Z7, Z7
-	VPADDD       Z1, Z7, Z7
-	VPADDD       Z8, Z7, Z7
-	VFPCLASSPSZ  $0x81, Z8, K2
-	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z7
-	VPERMT2W     Z7, Z2, Z12
+	VPSRLD       $0x10, Z10, Z9
+	VPANDD       Z0, Z9, Z9
+	VPADDD       Z1, Z9, Z9
+	VPADDD       Z10, Z9, Z9
+	VFPCLASSPSZ  $0x81, Z10, K2
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z9
+	VPERMT2W     Z9, Z2, Z12
 	JMP          bf16fixed77
 
 bf16fix78:
-	VPSRLD       $0x10, Z9, Z7
+	VPSRLD       $0x10, Z7, Z12
+	VPANDD       Z0, Z12, Z12
+	VPADDD       Z1, Z12, Z12
+	VPADDD       Z7, Z12, Z12
+	VFPCLASSPSZ  $0x81, Z7, K2
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z12
+	VPSRLD       $0x10, Z8, Z7
 	VPANDD       Z0, Z7, Z7
 	VPADDD       Z1, Z7, Z7
-	VPADDD       Z9, Z7, Z7
-	VFPCLASSPSZ  $0x81, Z9, K2
+	VPADDD       Z8, Z7, Z7
+	VFPCLASSPSZ  $0x81, Z8, K2
 	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z7
-	VPSRLD       $0x10, Z10, Z8
-	VPANDD       Z0, Z8, Z8
-	VPADDD       Z1, Z8, Z8
-	VPADDD       Z10, Z8, Z8
-	VFPCLASSPSZ  $0x81, Z10, K2
-	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z8
-	VPERMT2W     Z8, Z2, Z7
+	VPERMT2W     Z7, Z2, Z12
 	JMP          bf16fixed79
 
-bf16fix81:
-	VPSRLD       $0x10, Z7, Z12
-	VPANDD       Z0, Z12, Z12
-	VPADDD       Z1, Z12, Z12
-	VPADDD       Z7, Z12, Z12
-	VFPCLASSPSZ  $0x81, Z7, K2
-	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z12
-	VPSRLD       $0x10, Z8, Z7
-	VPANDD       Z0, Z7, Z7
-	VPADDD       Z1, Z7, Z7
-	VPADDD       Z8, Z7, Z7
-	VFPCLASSPSZ  $0x81, Z8, K2
-	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z7
-	VPERMT2W     Z7, Z2, Z12
-	JMP          bf16fixed82
-
-bf16fix83:
+bf16fix80:
 	VPSRLD       $0x10, Z9, Z7
 	VPANDD       Z0, Z7, Z7
 	VPADDD       Z1, Z7, Z7
@@ -59265,9 +59356,9 @@ bf16fix83:
 	VFPCLASSPSZ  $0x81, Z10, K2
 	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z8
 	VPERMT2W     Z8, Z2, Z7
-	JMP          bf16fixed84
+	JMP          bf16fixed81
 
-bf16fix86:
+bf16fix83:
 	VPSRLD       $0x10, Z7, Z12
 	VPANDD       Z0, Z12, Z12
 	VPADDD       Z1, Z12, Z12
@@ -59281,73 +59372,41 @@ bf16fix86:
 	VFPCLASSPSZ  $0x81, Z8, K2
 	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z7
 	VPERMT2W     Z7, Z2, Z12
-	JMP          bf16fixed87
+	JMP          bf16fixed84
+
+bf16fix85:
+	VPSRLD       $0x10, Z9, Z7
+	VPANDD       Z0, Z7, Z7
+	VPADDD       Z1, Z7, Z7
+	VPADDD       Z9, Z7, Z7
+	VFPCLASSPSZ  $0x81, Z9, K2
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z7
+	VPSRLD       $0x10, Z10, Z8
+	VPANDD       Z0, Z8, Z8
+	VPADDD       Z1, Z8, Z8
+	VPADDD       Z10, Z8, Z8
+	VFPCLASSPSZ  $0x81, Z10, K2
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z8
+	VPERMT2W     Z8, Z2, Z7
+	JMP          bf16fixed86
 
 bf16fix88:
-	VPSRLD       $0x10, Z9, Z12
+	VPSRLD       $0x10, Z7, Z12
 	VPANDD       Z0, Z12, Z12
 	VPADDD       Z1, Z12, Z12
-	VPADDD       Z9, Z12, Z12
-	VFPCLASSPSZ  $0x81, Z9, K2
+	VPADDD       Z7, Z12, Z12
+	VFPCLASSPSZ  $0x81, Z7, K2
 	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z12
-	VPSRLD       $0x10, Z10, Z9
-	VPANDD       Z0, Z9, Z9
-	VPADDD       Z1, Z9, Z9
-	VPADDD       Z10, Z9, Z9
-	VFPCLASSPSZ  $0x81, Z10, K2
-	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z9
-	VPERMT2W     Z9, Z2, Z12
+	VPSRLD       $0x10, Z8, Z7
+	VPANDD       Z0, Z7, Z7
+	VPADDD       Z1, Z7, Z7
+	VPADDD       Z8, Z7, Z7
+	VFPCLASSPSZ  $0x81, Z8, K2
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z7
+	VPERMT2W     Z7, Z2, Z12
 	JMP          bf16fixed89
 
 bf16fix90:
-	VPSRLD       $0x10, Z7, Z12
-	VPANDD       Z0, Z12, Z12
-	VPADDD       Z1, Z12, Z12
-	VPADDD       Z7, Z12, Z12
-	VFPCLASSPSZ  $0x81, Z7, K2
-	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z12
-	VPSRLD       $0x10, Z8, Z7
-	VPANDD       Z0, Z7, Z7
-	VPADDD       Z1, Z7, Z7
-	VPADDD       Z8, Z7, Z7
-	VFPCLASSPSZ  $0x81, Z8, K2
-	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z7
-	VPERMT2W     Z7, Z2, Z12
-	JMP          bf16fixed91
-
-bf16fix92:
-	VPSRLD       $0x10, Z9, Z7
-	VPANDD       Z0, Z7, Z7
-	VPADDD       Z1, Z7, Z7
-	VPADDD       Z9, Z7, Z7
-	VFPCLASSPSZ  $0x81, Z9, K2
-	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z7
-	VPSRLD       $0x10, Z10, Z8
-	VPANDD       Z0, Z8, Z8
-	VPADDD       Z1, Z8, Z8
-	VPADDD       Z10, Z8, Z8
-	VFPCLASSPSZ  $0x81, Z10, K2
-	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z8
-	VPERMT2W     Z8, Z2, Z7
-	JMP          bf16fixed93
-
-bf16fix95:
-	VPSRLD       $0x10, Z7, Z12
-	VPANDD       Z0, Z12, Z12
-	VPADDD       Z1, Z12, Z12
-	VPADDD       Z7, Z12, Z12
-	VFPCLASSPSZ  $0x81, Z7, K2
-	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z12
-	VPSRLD       $0x10, Z8, Z7
-	VPANDD       Z0, Z7, Z7
-	VPADDD       Z1, Z7, Z7
-	VPADDD       Z8, Z7, Z7
-	VFPCLASSPSZ  $0x81, Z8, K2
-	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z7
-	VPERMT2W     Z7, Z2, Z12
-	JMP          bf16fixed96
-
-bf16fix97:
 	VPSRLD       $0x10, Z9, Z12
 	VPANDD       Z0, Z12, Z12
 	VPADDD       Z1, Z12, Z12
@@ -59361,41 +59420,73 @@ bf16fix97:
 	VFPCLASSPSZ  $0x81, Z10, K2
 	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z9
 	VPERMT2W     Z9, Z2, Z12
+	JMP          bf16fixed91
+
+bf16fix92:
+	VPSRLD       $0x10, Z7, Z12
+	VPANDD       Z0, Z12, Z12
+	VPADDD       Z1, Z12, Z12
+	VPADDD       Z7, Z12, Z12
+	VFPCLASSPSZ  $0x81, Z7, K2
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z12
+	VPSRLD       $0x10, Z8, Z7
+	VPANDD       Z0, Z7, Z7
+	VPADDD       Z1, Z7, Z7
+	VPADDD       Z8, Z7, Z7
+	VFPCLASSPSZ  $0x81, Z8, K2
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z7
+	VPERMT2W     Z7, Z2, Z12
+	JMP          bf16fixed93
+
+bf16fix94:
+	VPSRLD       $0x10, Z9, Z7
+	VPANDD       Z0, Z7, Z7
+	VPADDD       Z1, Z7, Z7
+	VPADDD       Z9, Z7, Z7
+	VFPCLASSPSZ  $0x81, Z9, K2
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z7
+	VPSRLD       $0x10, Z10, Z8
+	VPANDD       Z0, Z8, Z8
+	VPADDD       Z1, Z8, Z8
+	VPADDD       Z10, Z8, Z8
+	VFPCLASSPSZ  $0x81, Z10, K2
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z8
+	VPERMT2W     Z8, Z2, Z7
+	JMP          bf16fixed95
+
+bf16fix97:
+	VPSRLD       $0x10, Z7, Z12
+	VPANDD       Z0, Z12, Z12
+	VPADDD       Z1, Z12, Z12
+	VPADDD       Z7, Z12, Z12
+	VFPCLASSPSZ  $0x81, Z7, K2
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z12
+	VPSRLD       $0x10, Z8, Z7
+	VPANDD       Z0, Z7, Z7
+	VPADDD       Z1, Z7, Z7
+	VPADDD       Z8, Z7, Z7
+	VFPCLASSPSZ  $0x81, Z8, K2
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z7
+	VPERMT2W     Z7, Z2, Z12
 	JMP          bf16fixed98
 
 bf16fix99:
-	VPSRLD       $0x10, Z7, Z12
+	VPSRLD       $0x10, Z9, Z12
 	VPANDD       Z0, Z12, Z12
 	VPADDD       Z1, Z12, Z12
-	VPADDD       Z7, Z12, Z12
-	VFPCLASSPSZ  $0x81, Z7, K2
+	VPADDD       Z9, Z12, Z12
+	VFPCLASSPSZ  $0x81, Z9, K2
 	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z12
-	VPSRLD       $0x10, Z8, Z7
-	VPANDD       Z0, Z7, Z7
-	VPADDD       Z1, Z7, Z7
-	VPADDD       Z8, Z7, Z7
-	VFPCLASSPSZ  $0x81, Z8, K2
-	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z7
-	VPERMT2W     Z7, Z2, Z12
+	VPSRLD       $0x10, Z10, Z9
+	VPANDD       Z0, Z9, Z9
+	VPADDD       Z1, Z9, Z9
+	VPADDD       Z10, Z9, Z9
+	VFPCLASSPSZ  $0x81, Z10, K2
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z9
+	VPERMT2W     Z9, Z2, Z12
 	JMP          bf16fixed100
 
 bf16fix101:
-	VPSRLD       $0x10, Z9, Z7
-	VPANDD       Z0, Z7, Z7
-	VPADDD       Z1, Z7, Z7
-	VPADDD       Z9, Z7, Z7
-	VFPCLASSPSZ  $0x81, Z9, K2
-	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z7
-	VPSRLD       $0x10, Z10, Z8
-	VPANDD       Z0, Z8, Z8
-	VPADDD       Z1, Z8, Z8
-	VPADDD       Z10, Z8, Z8
-	VFPCLASSPSZ  $0x81, Z10, K2
-	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z8
-	VPERMT2W     Z8, Z2, Z7
-	JMP          bf16fixed102
-
-bf16fix103:
 	VPSRLD       $0x10, Z7, Z12
 	VPANDD       Z0, Z12, Z12
 	VPADDD       Z1, Z12, Z12
@@ -59409,9 +59500,9 @@ bf16fix103:
 	VFPCLASSPSZ  $0x81, Z8, K2
 	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z7
 	VPERMT2W     Z7, Z2, Z12
-	JMP          bf16fixed104
+	JMP          bf16fixed102
 
-bf16fix105:
+bf16fix103:
 	VPSRLD       $0x10, Z9, Z7
 	VPANDD       Z0, Z7, Z7
 	VPADDD       Z1, Z7, Z7
@@ -59425,9 +59516,41 @@ bf16fix105:
 	VFPCLASSPSZ  $0x81, Z10, K2
 	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z8
 	VPERMT2W     Z8, Z2, Z7
+	JMP          bf16fixed104
+
+bf16fix105:
+	VPSRLD       $0x10, Z7, Z12
+	VPANDD       Z0, Z12, Z12
+	VPADDD       Z1, Z12, Z12
+	VPADDD       Z7, Z12, Z12
+	VFPCLASSPSZ  $0x81, Z7, K2
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z12
+	VPSRLD       $0x10, Z8, Z7
+	VPANDD       Z0, Z7, Z7
+	VPADDD       Z1, Z7, Z7
+	VPADDD       Z8, Z7, Z7
+	VFPCLASSPSZ  $0x81, Z8, K2
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z7
+	VPERMT2W     Z7, Z2, Z12
 	JMP          bf16fixed106
 
-bf16fix108:
+bf16fix107:
+	VPSRLD       $0x10, Z9, Z7
+	VPANDD       Z0, Z7, Z7
+	VPADDD       Z1, Z7, Z7
+	VPADDD       Z9, Z7, Z7
+	VFPCLASSPSZ  $0x81, Z9, K2
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z7
+	VPSRLD       $0x10, Z10, Z8
+	VPANDD       Z0, Z8, Z8
+	VPADDD       Z1, Z8, Z8
+	VPADDD       Z10, Z8, Z8
+	VFPCLASSPSZ  $0x81, Z10, K2
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z8
+	VPERMT2W     Z8, Z2, Z7
+	JMP          bf16fixed108
+
+bf16fix110:
 	VPSRLD       $0x10, Z7, Z8
 	VPANDD       Z0, Z8, Z8
 	VPADDD       Z1, Z8, Z8
@@ -59435,9 +59558,9 @@ bf16fix108:
 	VFPCLASSPSZ  $0x81, Z7, K2
 	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z8
 	VPERMT2W     Z8, Z2, Z8
-	JMP          bf16fixed109
+	JMP          bf16fixed111
 
-bf16fix111:
+bf16fix113:
 	VPSRLD       $0x10, Z7, Z8
 	VPANDD       Z0, Z8, Z8
 	VPADDD       Z1, Z8, Z8
@@ -59445,9 +59568,9 @@ bf16fix111:
 	VFPCLASSPSZ  $0x81, Z7, K2
 	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z8
 	VPERMT2W     Z8, Z2, Z8
-	JMP          bf16fixed112
+	JMP          bf16fixed114
 
-bf16fix114:
+bf16fix116:
 	VPSRLD       $0x10, Z7, Z8
 	VPANDD       Z0, Z8, Z8
 	VPADDD       Z1, Z8, Z8
@@ -59455,9 +59578,9 @@ bf16fix114:
 	VFPCLASSPSZ  $0x81, Z7, K3
 	VPBROADCASTD avx512bfnanhigh<>+0(SB), K3, Z8
 	VPERMT2W     Z8, Z2, Z8
-	JMP          bf16fixed115
+	JMP          bf16fixed117
 
-bf16fix117:
+bf16fix119:
 	VPSRLD       $0x10, Z7, Z8
 	VPANDD       Z0, Z8, Z8
 	VPADDD       Z1, Z8, Z8
@@ -59465,7 +59588,7 @@ bf16fix117:
 	VFPCLASSPSZ  $0x81, Z7, K3
 	VPBROADCASTD avx512bfnanhigh<>+0(SB), K3, Z8
 	VPERMT2W     Z8, Z2, Z8
-	JMP          bf16fixed118
+	JMP          bf16fixed120
 
 // func avx512bf16ForwardLayerBF16(j uintptr, from int, to int) int
 // Requires: AVX, AVX512BF16, AVX512BW, AVX512DQ, AVX512F, MMX+, SSE
@@ -62798,6 +62921,180 @@ scalepf:
 
 longrows41:
 	ADDQ  DX, R10
+	CMPQ  job_d+0(AX), $0x00000200
+	JBE   scalepfchecked
+	CMPQ  DX, CX
+	JE    scalepfchecked
+	TESTQ SI, SI
+	JZ    scalefastpfloopnoweight
+	TESTL $0x00000010, job_flags+0(AX)
+	JNZ   scalefastpfloopoffset
+
+	PCALIGN $32
+scalefastpfloop:
+	CMPQ           R8, R9
+	JG             scalefastpfdone
+	PREFETCHT0     (R10)(R8*4)
+	PREFETCHT0     64(R10)(R8*4)
+	PREFETCHT0     128(R10)(R8*4)
+	PREFETCHT0     192(R10)(R8*4)
+	VMOVUPS        (DX)(R8*4), Z8
+	VSUBPS         Z6, Z8, Z8
+	VMULPS         Z7, Z8, Z8
+	VMOVUPS        64(DX)(R8*4), Z9
+	VSUBPS         Z6, Z9, Z9
+	VMULPS         Z7, Z9, Z9
+	VMOVUPS        128(DX)(R8*4), Z10
+	VSUBPS         Z6, Z10, Z10
+	VMULPS         Z7, Z10, Z10
+	VMOVUPS        192(DX)(R8*4), Z11
+	VSUBPS         Z6, Z11, Z11
+	VMULPS         Z7, Z11, Z11
+	TESTL          $0x00000008, job_flags+0(AX)
+	JZ             notrn42
+	VMAXPS         Z9, Z8, Z13
+	BYTE $0x62; BYTE $0x52; BYTE $0x37; BYTE $0x48; BYTE $0x72; BYTE $0xc8 // VCVTNE2PS2BF16 Z8, Z9, Z9
+	VPERMW.Z       Z9, Z3, K1, Z8
+	VPERMW.Z       Z9, Z4, K1, Z9
+	VMAXPS         Z11, Z10, Z13
+	BYTE $0x62; BYTE $0x52; BYTE $0x27; BYTE $0x48; BYTE $0x72; BYTE $0xda // VCVTNE2PS2BF16 Z10, Z11, Z11
+	VPERMW.Z       Z11, Z3, K1, Z10
+	VPERMW.Z       Z11, Z4, K1, Z11
+
+notrn42:
+	VMULPS (SI)(R8*4), Z8, Z8
+	VMULPS 64(SI)(R8*4), Z9, Z9
+	VMULPS 128(SI)(R8*4), Z10, Z10
+	VMULPS 192(SI)(R8*4), Z11, Z11
+	MOVQ   job_bias+0(AX), R11
+	TESTQ  R11, R11
+	JZ     nobias43
+	VADDPS (R11)(R8*4), Z8, Z8
+	VADDPS 64(R11)(R8*4), Z9, Z9
+	VADDPS 128(R11)(R8*4), Z10, Z10
+	VADDPS 192(R11)(R8*4), Z11, Z11
+
+nobias43:
+	VMAXPS         Z9, Z8, Z13
+	BYTE $0x62; BYTE $0x52; BYTE $0x37; BYTE $0x48; BYTE $0x72; BYTE $0xc0 // VCVTNE2PS2BF16 Z8, Z9, Z8
+	VMOVDQU64      Z8, (CX)(R8*2)
+	VMAXPS         Z11, Z10, Z8
+	BYTE $0x62; BYTE $0x52; BYTE $0x27; BYTE $0x48; BYTE $0x72; BYTE $0xc2 // VCVTNE2PS2BF16 Z10, Z11, Z8
+	VMOVDQU64      Z8, 64(CX)(R8*2)
+	ADDQ           $0x00000040, R8
+	JMP            scalefastpfloop
+
+	PCALIGN $32
+scalefastpfloopoffset:
+	CMPQ           R8, R9
+	JG             scalefastpfdone
+	PREFETCHT0     (R10)(R8*4)
+	PREFETCHT0     64(R10)(R8*4)
+	PREFETCHT0     128(R10)(R8*4)
+	PREFETCHT0     192(R10)(R8*4)
+	VMOVUPS        (DX)(R8*4), Z8
+	VSUBPS         Z6, Z8, Z8
+	VMULPS         Z7, Z8, Z8
+	VMOVUPS        64(DX)(R8*4), Z9
+	VSUBPS         Z6, Z9, Z9
+	VMULPS         Z7, Z9, Z9
+	VMOVUPS        128(DX)(R8*4), Z10
+	VSUBPS         Z6, Z10, Z10
+	VMULPS         Z7, Z10, Z10
+	VMOVUPS        192(DX)(R8*4), Z11
+	VSUBPS         Z6, Z11, Z11
+	VMULPS         Z7, Z11, Z11
+	TESTL          $0x00000008, job_flags+0(AX)
+	JZ             notrn44
+	VMAXPS         Z9, Z8, Z13
+	BYTE $0x62; BYTE $0x52; BYTE $0x37; BYTE $0x48; BYTE $0x72; BYTE $0xc8 // VCVTNE2PS2BF16 Z8, Z9, Z9
+	VPERMW.Z       Z9, Z3, K1, Z8
+	VPERMW.Z       Z9, Z4, K1, Z9
+	VMAXPS         Z11, Z10, Z13
+	BYTE $0x62; BYTE $0x52; BYTE $0x27; BYTE $0x48; BYTE $0x72; BYTE $0xda // VCVTNE2PS2BF16 Z10, Z11, Z11
+	VPERMW.Z       Z11, Z3, K1, Z10
+	VPERMW.Z       Z11, Z4, K1, Z11
+
+notrn44:
+	VMOVUPS (SI)(R8*4), Z13
+	VADDPS  Z5, Z13, Z13
+	VMULPS  Z13, Z8, Z8
+	VMOVUPS 64(SI)(R8*4), Z13
+	VADDPS  Z5, Z13, Z13
+	VMULPS  Z13, Z9, Z9
+	VMOVUPS 128(SI)(R8*4), Z13
+	VADDPS  Z5, Z13, Z13
+	VMULPS  Z13, Z10, Z10
+	VMOVUPS 192(SI)(R8*4), Z13
+	VADDPS  Z5, Z13, Z13
+	VMULPS  Z13, Z11, Z11
+	MOVQ    job_bias+0(AX), R11
+	TESTQ   R11, R11
+	JZ      nobias45
+	VADDPS  (R11)(R8*4), Z8, Z8
+	VADDPS  64(R11)(R8*4), Z9, Z9
+	VADDPS  128(R11)(R8*4), Z10, Z10
+	VADDPS  192(R11)(R8*4), Z11, Z11
+
+nobias45:
+	VMAXPS         Z9, Z8, Z13
+	BYTE $0x62; BYTE $0x52; BYTE $0x37; BYTE $0x48; BYTE $0x72; BYTE $0xc0 // VCVTNE2PS2BF16 Z8, Z9, Z8
+	VMOVDQU64      Z8, (CX)(R8*2)
+	VMAXPS         Z11, Z10, Z8
+	BYTE $0x62; BYTE $0x52; BYTE $0x27; BYTE $0x48; BYTE $0x72; BYTE $0xc2 // VCVTNE2PS2BF16 Z10, Z11, Z8
+	VMOVDQU64      Z8, 64(CX)(R8*2)
+	ADDQ           $0x00000040, R8
+	JMP            scalefastpfloopoffset
+
+	PCALIGN $32
+scalefastpfloopnoweight:
+	CMPQ       R8, R9
+	JG         scalefastpfdone
+	PREFETCHT0 (R10)(R8*4)
+	PREFETCHT0 64(R10)(R8*4)
+	PREFETCHT0 128(R10)(R8*4)
+	PREFETCHT0 192(R10)(R8*4)
+	VMOVUPS    (DX)(R8*4), Z8
+	VSUBPS     Z6, Z8, Z8
+	VMULPS     Z7, Z8, Z8
+	VMOVUPS    64(DX)(R8*4), Z9
+	VSUBPS     Z6, Z9, Z9
+	VMULPS     Z7, Z9, Z9
+	VMOVUPS    128(DX)(R8*4), Z10
+	VSUBPS     Z6, Z10, Z10
+	VMULPS     Z7, Z10, Z10
+	VMOVUPS    192(DX)(R8*4), Z11
+	VSUBPS     Z6, Z11, Z11
+	VMULPS     Z7, Z11, Z11
+	MOVQ       job_bias+0(AX), R11
+	TESTQ      R11, R11
+	JZ         nobias46
+	VADDPS     (R11)(R8*4), Z8, Z8
+	VADDPS     64(R11)(R8*4), Z9, Z9
+	VADDPS     128(R11)(R8*4), Z10, Z10
+	VADDPS     192(R11)(R8*4), Z11, Z11
+
+nobias46:
+	VMAXPS         Z9, Z8, Z13
+	BYTE $0x62; BYTE $0x52; BYTE $0x37; BYTE $0x48; BYTE $0x72; BYTE $0xc0 // VCVTNE2PS2BF16 Z8, Z9, Z8
+	VMOVDQU64      Z8, (CX)(R8*2)
+	VMAXPS         Z11, Z10, Z8
+	BYTE $0x62; BYTE $0x52; BYTE $0x27; BYTE $0x48; BYTE $0x72; BYTE $0xc2 // VCVTNE2PS2BF16 Z10, Z11, Z8
+	VMOVDQU64      Z8, 64(CX)(R8*2)
+	ADDQ           $0x00000040, R8
+	JMP            scalefastpfloopnoweight
+
+scalefastpfdone:
+	STMXCSR 440(SP)
+	TESTL   $0x00000003, 440(SP)
+	JZ      scaletail
+
+	// A NaN or a subnormal among the lanes narrowed, or one before them: the row again, classified.
+	ANDL    $0xfffffffc, 440(SP)
+	LDMXCSR 440(SP)
+	XORQ    R8, R8
+
+scalepfchecked:
 	TESTQ SI, SI
 	JZ    scalepfloopnoweight
 	TESTL $0x00000010, job_flags+0(AX)
@@ -62824,40 +63121,7 @@ scalepfloop:
 	VSUBPS         Z6, Z11, Z11
 	VMULPS         Z7, Z11, Z11
 	TESTL          $0x00000008, job_flags+0(AX)
-	JZ             notrn42
-	VFPCLASSPSZ    $0xa1, Z8, K2
-	VFPCLASSPSZ    $0xa1, Z9, K3
-	KORTESTW       K3, K2
-	JNZ            bf16fix43
-	BYTE $0x62; BYTE $0x52; BYTE $0x37; BYTE $0x48; BYTE $0x72; BYTE $0xe8 // VCVTNE2PS2BF16 Z8, Z9, Z13
-
-bf16fixed44:
-	VPERMW.Z       Z13, Z3, K1, Z8
-	VPERMW.Z       Z13, Z4, K1, Z9
-	VFPCLASSPSZ    $0xa1, Z10, K2
-	VFPCLASSPSZ    $0xa1, Z11, K3
-	KORTESTW       K3, K2
-	JNZ            bf16fix45
-	BYTE $0x62; BYTE $0x52; BYTE $0x27; BYTE $0x48; BYTE $0x72; BYTE $0xea // VCVTNE2PS2BF16 Z10, Z11, Z13
-
-bf16fixed46:
-	VPERMW.Z Z13, Z3, K1, Z10
-	VPERMW.Z Z13, Z4, K1, Z11
-
-notrn42:
-	VMULPS (SI)(R8*4), Z8, Z8
-	VMULPS 64(SI)(R8*4), Z9, Z9
-	VMULPS 128(SI)(R8*4), Z10, Z10
-	VMULPS 192(SI)(R8*4), Z11, Z11
-	MOVQ   job_bias+0(AX), R11
-	TESTQ  R11, R11
-	JZ     nobias47
-	VADDPS (R11)(R8*4), Z8, Z8
-	VADDPS 64(R11)(R8*4), Z9, Z9
-	VADDPS 128(R11)(R8*4), Z10, Z10
-	VADDPS 192(R11)(R8*4), Z11, Z11
-
-nobias47:
+	JZ             notrn47
 	VFPCLASSPSZ    $0xa1, Z8, K2
 	VFPCLASSPSZ    $0xa1, Z9, K3
 	KORTESTW       K3, K2
@@ -62865,14 +63129,47 @@ nobias47:
 	BYTE $0x62; BYTE $0x52; BYTE $0x37; BYTE $0x48; BYTE $0x72; BYTE $0xe8 // VCVTNE2PS2BF16 Z8, Z9, Z13
 
 bf16fixed49:
-	VMOVDQU64      Z13, (CX)(R8*2)
+	VPERMW.Z       Z13, Z3, K1, Z8
+	VPERMW.Z       Z13, Z4, K1, Z9
 	VFPCLASSPSZ    $0xa1, Z10, K2
 	VFPCLASSPSZ    $0xa1, Z11, K3
 	KORTESTW       K3, K2
 	JNZ            bf16fix50
-	BYTE $0x62; BYTE $0x52; BYTE $0x27; BYTE $0x48; BYTE $0x72; BYTE $0xc2 // VCVTNE2PS2BF16 Z10, Z11, Z8
+	BYTE $0x62; BYTE $0x52; BYTE $0x27; BYTE $0x48; BYTE $0x72; BYTE $0xea // VCVTNE2PS2BF16 Z10, Z11, Z13
 
 bf16fixed51:
+	VPERMW.Z Z13, Z3, K1, Z10
+	VPERMW.Z Z13, Z4, K1, Z11
+
+notrn47:
+	VMULPS (SI)(R8*4), Z8, Z8
+	VMULPS 64(SI)(R8*4), Z9, Z9
+	VMULPS 128(SI)(R8*4), Z10, Z10
+	VMULPS 192(SI)(R8*4), Z11, Z11
+	MOVQ   job_bias+0(AX), R11
+	TESTQ  R11, R11
+	JZ     nobias52
+	VADDPS (R11)(R8*4), Z8, Z8
+	VADDPS 64(R11)(R8*4), Z9, Z9
+	VADDPS 128(R11)(R8*4), Z10, Z10
+	VADDPS 192(R11)(R8*4), Z11, Z11
+
+nobias52:
+	VFPCLASSPSZ    $0xa1, Z8, K2
+	VFPCLASSPSZ    $0xa1, Z9, K3
+	KORTESTW       K3, K2
+	JNZ            bf16fix53
+	BYTE $0x62; BYTE $0x52; BYTE $0x37; BYTE $0x48; BYTE $0x72; BYTE $0xe8 // VCVTNE2PS2BF16 Z8, Z9, Z13
+
+bf16fixed54:
+	VMOVDQU64      Z13, (CX)(R8*2)
+	VFPCLASSPSZ    $0xa1, Z10, K2
+	VFPCLASSPSZ    $0xa1, Z11, K3
+	KORTESTW       K3, K2
+	JNZ            bf16fix55
+	BYTE $0x62; BYTE $0x52; BYTE $0x27; BYTE $0x48; BYTE $0x72; BYTE $0xc2 // VCVTNE2PS2BF16 Z10, Z11, Z8
+
+bf16fixed56:
 	VMOVDQU64 Z8, 64(CX)(R8*2)
 	ADDQ      $0x00000040, R8
 	JMP       scalepfloop
@@ -62898,27 +63195,27 @@ scalepfloopoffset:
 	VSUBPS         Z6, Z11, Z11
 	VMULPS         Z7, Z11, Z11
 	TESTL          $0x00000008, job_flags+0(AX)
-	JZ             notrn52
+	JZ             notrn57
 	VFPCLASSPSZ    $0xa1, Z8, K2
 	VFPCLASSPSZ    $0xa1, Z9, K3
 	KORTESTW       K3, K2
-	JNZ            bf16fix53
+	JNZ            bf16fix58
 	BYTE $0x62; BYTE $0x52; BYTE $0x37; BYTE $0x48; BYTE $0x72; BYTE $0xe8 // VCVTNE2PS2BF16 Z8, Z9, Z13
 
-bf16fixed54:
+bf16fixed59:
 	VPERMW.Z       Z13, Z3, K1, Z8
 	VPERMW.Z       Z13, Z4, K1, Z9
 	VFPCLASSPSZ    $0xa1, Z10, K2
 	VFPCLASSPSZ    $0xa1, Z11, K3
 	KORTESTW       K3, K2
-	JNZ            bf16fix55
+	JNZ            bf16fix60
 	BYTE $0x62; BYTE $0x52; BYTE $0x27; BYTE $0x48; BYTE $0x72; BYTE $0xea // VCVTNE2PS2BF16 Z10, Z11, Z13
 
-bf16fixed56:
+bf16fixed61:
 	VPERMW.Z Z13, Z3, K1, Z10
 	VPERMW.Z Z13, Z4, K1, Z11
 
-notrn52:
+notrn57:
 	VMOVUPS (SI)(R8*4), Z13
 	VADDPS  Z5, Z13, Z13
 	VMULPS  Z13, Z8, Z8
@@ -62933,28 +63230,28 @@ notrn52:
 	VMULPS  Z13, Z11, Z11
 	MOVQ    job_bias+0(AX), R11
 	TESTQ   R11, R11
-	JZ      nobias57
+	JZ      nobias62
 	VADDPS  (R11)(R8*4), Z8, Z8
 	VADDPS  64(R11)(R8*4), Z9, Z9
 	VADDPS  128(R11)(R8*4), Z10, Z10
 	VADDPS  192(R11)(R8*4), Z11, Z11
 
-nobias57:
+nobias62:
 	VFPCLASSPSZ    $0xa1, Z8, K2
 	VFPCLASSPSZ    $0xa1, Z9, K3
 	KORTESTW       K3, K2
-	JNZ            bf16fix58
+	JNZ            bf16fix63
 	BYTE $0x62; BYTE $0x52; BYTE $0x37; BYTE $0x48; BYTE $0x72; BYTE $0xe8 // VCVTNE2PS2BF16 Z8, Z9, Z13
 
-bf16fixed59:
+bf16fixed64:
 	VMOVDQU64      Z13, (CX)(R8*2)
 	VFPCLASSPSZ    $0xa1, Z10, K2
 	VFPCLASSPSZ    $0xa1, Z11, K3
 	KORTESTW       K3, K2
-	JNZ            bf16fix60
+	JNZ            bf16fix65
 	BYTE $0x62; BYTE $0x52; BYTE $0x27; BYTE $0x48; BYTE $0x72; BYTE $0xc2 // VCVTNE2PS2BF16 Z10, Z11, Z8
 
-bf16fixed61:
+bf16fixed66:
 	VMOVDQU64 Z8, 64(CX)(R8*2)
 	ADDQ      $0x00000040, R8
 	JMP       scalepfloopoffset
@@ -62981,28 +63278,28 @@ scalepfloopnoweight:
 	VMULPS     Z7, Z11, Z11
 	MOVQ       job_bias+0(AX), R11
 	TESTQ      R11, R11
-	JZ         nobias62
+	JZ         nobias67
 	VADDPS     (R11)(R8*4), Z8, Z8
 	VADDPS     64(R11)(R8*4), Z9, Z9
 	VADDPS     128(R11)(R8*4), Z10, Z10
 	VADDPS     192(R11)(R8*4), Z11, Z11
 
-nobias62:
+nobias67:
 	VFPCLASSPSZ    $0xa1, Z8, K2
 	VFPCLASSPSZ    $0xa1, Z9, K3
 	KORTESTW       K3, K2
-	JNZ            bf16fix63
+	JNZ            bf16fix68
 	BYTE $0x62; BYTE $0x52; BYTE $0x37; BYTE $0x48; BYTE $0x72; BYTE $0xe8 // VCVTNE2PS2BF16 Z8, Z9, Z13
 
-bf16fixed64:
+bf16fixed69:
 	VMOVDQU64      Z13, (CX)(R8*2)
 	VFPCLASSPSZ    $0xa1, Z10, K2
 	VFPCLASSPSZ    $0xa1, Z11, K3
 	KORTESTW       K3, K2
-	JNZ            bf16fix65
+	JNZ            bf16fix70
 	BYTE $0x62; BYTE $0x52; BYTE $0x27; BYTE $0x48; BYTE $0x72; BYTE $0xc2 // VCVTNE2PS2BF16 Z10, Z11, Z8
 
-bf16fixed66:
+bf16fixed71:
 	VMOVDQU64 Z8, 64(CX)(R8*2)
 	ADDQ      $0x00000040, R8
 	JMP       scalepfloopnoweight
@@ -63025,35 +63322,35 @@ scalehead:
 	VSUBPS         Z6, Z8, Z8
 	VMULPS         Z7, Z8, Z8
 	TESTL          $0x00000008, job_flags+0(AX)
-	JZ             notrn67
+	JZ             notrn72
 	VFPCLASSPSZ    $0xa1, Z8, K2
 	KORTESTW       K2, K2
-	JNZ            bf16fix68
+	JNZ            bf16fix73
 	BYTE $0x62; BYTE $0x52; BYTE $0x3f; BYTE $0x48; BYTE $0x72; BYTE $0xc8 // VCVTNE2PS2BF16 Z8, Z8, Z9
 
-bf16fixed69:
+bf16fixed74:
 	VPERMW.Z Z9, Z3, K1, Z8
 
-notrn67:
+notrn72:
 	TESTQ   SI, SI
-	JZ      noweight70
+	JZ      noweight75
 	VMOVUPS (SI)(R8*4), Z9
 	VADDPS  Z5, Z9, Z9
 	VMULPS  Z9, Z8, Z8
 
-noweight70:
+noweight75:
 	MOVQ   job_bias+0(AX), R11
 	TESTQ  R11, R11
-	JZ     nobias71
+	JZ     nobias76
 	VADDPS (R11)(R8*4), Z8, Z8
 
-nobias71:
+nobias76:
 	VFPCLASSPSZ    $0xa1, Z8, K2
 	KORTESTW       K2, K2
-	JNZ            bf16fix72
+	JNZ            bf16fix77
 	BYTE $0x62; BYTE $0x52; BYTE $0x3f; BYTE $0x48; BYTE $0x72; BYTE $0xc8 // VCVTNE2PS2BF16 Z8, Z8, Z9
 
-bf16fixed73:
+bf16fixed78:
 	VEXTRACTI64X4 $0x00, Z9, (CX)(R8*2)
 	ADDQ          $0x00000010, R8
 	SUBQ          $0x00000010, R10
@@ -63065,10 +63362,10 @@ scaleheadpart:
 scalentgo:
 	MOVQ DI, R10
 	CMPQ job_d+0(AX), $0x00000200
-	JA   longrows74
+	JA   longrows79
 	SHLQ $0x03, R10
 
-longrows74:
+longrows79:
 	MOVQ  BX, R12
 	ADDQ  R10, R12
 	XORL  R11, R11
@@ -63092,13 +63389,13 @@ scalentloop:
 	PREFETCHT0 128(R10)(R8*4)
 	PREFETCHT0 192(R10)(R8*4)
 	TESTQ      R12, R12
-	JZ         noadd75
+	JZ         noadd80
 	PREFETCHT0 (R12)(R8*4)
 	PREFETCHT0 64(R12)(R8*4)
 	PREFETCHT0 128(R12)(R8*4)
 	PREFETCHT0 192(R12)(R8*4)
 
-noadd75:
+noadd80:
 	VMOVUPS        (DX)(R8*4), Z8
 	VSUBPS         Z6, Z8, Z8
 	VMULPS         Z7, Z8, Z8
@@ -63112,40 +63409,7 @@ noadd75:
 	VSUBPS         Z6, Z11, Z11
 	VMULPS         Z7, Z11, Z11
 	TESTL          $0x00000008, job_flags+0(AX)
-	JZ             notrn76
-	VFPCLASSPSZ    $0xa1, Z8, K2
-	VFPCLASSPSZ    $0xa1, Z9, K3
-	KORTESTW       K3, K2
-	JNZ            bf16fix77
-	BYTE $0x62; BYTE $0x52; BYTE $0x37; BYTE $0x48; BYTE $0x72; BYTE $0xe8 // VCVTNE2PS2BF16 Z8, Z9, Z13
-
-bf16fixed78:
-	VPERMW.Z       Z13, Z3, K1, Z8
-	VPERMW.Z       Z13, Z4, K1, Z9
-	VFPCLASSPSZ    $0xa1, Z10, K2
-	VFPCLASSPSZ    $0xa1, Z11, K3
-	KORTESTW       K3, K2
-	JNZ            bf16fix79
-	BYTE $0x62; BYTE $0x52; BYTE $0x27; BYTE $0x48; BYTE $0x72; BYTE $0xea // VCVTNE2PS2BF16 Z10, Z11, Z13
-
-bf16fixed80:
-	VPERMW.Z Z13, Z3, K1, Z10
-	VPERMW.Z Z13, Z4, K1, Z11
-
-notrn76:
-	VMULPS (SI)(R8*4), Z8, Z8
-	VMULPS 64(SI)(R8*4), Z9, Z9
-	VMULPS 128(SI)(R8*4), Z10, Z10
-	VMULPS 192(SI)(R8*4), Z11, Z11
-	MOVQ   job_bias+0(AX), R11
-	TESTQ  R11, R11
-	JZ     nobias81
-	VADDPS (R11)(R8*4), Z8, Z8
-	VADDPS 64(R11)(R8*4), Z9, Z9
-	VADDPS 128(R11)(R8*4), Z10, Z10
-	VADDPS 192(R11)(R8*4), Z11, Z11
-
-nobias81:
+	JZ             notrn81
 	VFPCLASSPSZ    $0xa1, Z8, K2
 	VFPCLASSPSZ    $0xa1, Z9, K3
 	KORTESTW       K3, K2
@@ -63153,14 +63417,47 @@ nobias81:
 	BYTE $0x62; BYTE $0x52; BYTE $0x37; BYTE $0x48; BYTE $0x72; BYTE $0xe8 // VCVTNE2PS2BF16 Z8, Z9, Z13
 
 bf16fixed83:
-	VMOVNTDQ       Z13, (CX)(R8*2)
+	VPERMW.Z       Z13, Z3, K1, Z8
+	VPERMW.Z       Z13, Z4, K1, Z9
 	VFPCLASSPSZ    $0xa1, Z10, K2
 	VFPCLASSPSZ    $0xa1, Z11, K3
 	KORTESTW       K3, K2
 	JNZ            bf16fix84
-	BYTE $0x62; BYTE $0x52; BYTE $0x27; BYTE $0x48; BYTE $0x72; BYTE $0xc2 // VCVTNE2PS2BF16 Z10, Z11, Z8
+	BYTE $0x62; BYTE $0x52; BYTE $0x27; BYTE $0x48; BYTE $0x72; BYTE $0xea // VCVTNE2PS2BF16 Z10, Z11, Z13
 
 bf16fixed85:
+	VPERMW.Z Z13, Z3, K1, Z10
+	VPERMW.Z Z13, Z4, K1, Z11
+
+notrn81:
+	VMULPS (SI)(R8*4), Z8, Z8
+	VMULPS 64(SI)(R8*4), Z9, Z9
+	VMULPS 128(SI)(R8*4), Z10, Z10
+	VMULPS 192(SI)(R8*4), Z11, Z11
+	MOVQ   job_bias+0(AX), R11
+	TESTQ  R11, R11
+	JZ     nobias86
+	VADDPS (R11)(R8*4), Z8, Z8
+	VADDPS 64(R11)(R8*4), Z9, Z9
+	VADDPS 128(R11)(R8*4), Z10, Z10
+	VADDPS 192(R11)(R8*4), Z11, Z11
+
+nobias86:
+	VFPCLASSPSZ    $0xa1, Z8, K2
+	VFPCLASSPSZ    $0xa1, Z9, K3
+	KORTESTW       K3, K2
+	JNZ            bf16fix87
+	BYTE $0x62; BYTE $0x52; BYTE $0x37; BYTE $0x48; BYTE $0x72; BYTE $0xe8 // VCVTNE2PS2BF16 Z8, Z9, Z13
+
+bf16fixed88:
+	VMOVNTDQ       Z13, (CX)(R8*2)
+	VFPCLASSPSZ    $0xa1, Z10, K2
+	VFPCLASSPSZ    $0xa1, Z11, K3
+	KORTESTW       K3, K2
+	JNZ            bf16fix89
+	BYTE $0x62; BYTE $0x52; BYTE $0x27; BYTE $0x48; BYTE $0x72; BYTE $0xc2 // VCVTNE2PS2BF16 Z10, Z11, Z8
+
+bf16fixed90:
 	VMOVNTDQ Z8, 64(CX)(R8*2)
 	ADDQ     $0x00000040, R8
 	JMP      scalentloop
@@ -63174,13 +63471,13 @@ scalentloopoffset:
 	PREFETCHT0 128(R10)(R8*4)
 	PREFETCHT0 192(R10)(R8*4)
 	TESTQ      R12, R12
-	JZ         noadd86
+	JZ         noadd91
 	PREFETCHT0 (R12)(R8*4)
 	PREFETCHT0 64(R12)(R8*4)
 	PREFETCHT0 128(R12)(R8*4)
 	PREFETCHT0 192(R12)(R8*4)
 
-noadd86:
+noadd91:
 	VMOVUPS        (DX)(R8*4), Z8
 	VSUBPS         Z6, Z8, Z8
 	VMULPS         Z7, Z8, Z8
@@ -63194,27 +63491,27 @@ noadd86:
 	VSUBPS         Z6, Z11, Z11
 	VMULPS         Z7, Z11, Z11
 	TESTL          $0x00000008, job_flags+0(AX)
-	JZ             notrn87
+	JZ             notrn92
 	VFPCLASSPSZ    $0xa1, Z8, K2
 	VFPCLASSPSZ    $0xa1, Z9, K3
 	KORTESTW       K3, K2
-	JNZ            bf16fix88
+	JNZ            bf16fix93
 	BYTE $0x62; BYTE $0x52; BYTE $0x37; BYTE $0x48; BYTE $0x72; BYTE $0xe8 // VCVTNE2PS2BF16 Z8, Z9, Z13
 
-bf16fixed89:
+bf16fixed94:
 	VPERMW.Z       Z13, Z3, K1, Z8
 	VPERMW.Z       Z13, Z4, K1, Z9
 	VFPCLASSPSZ    $0xa1, Z10, K2
 	VFPCLASSPSZ    $0xa1, Z11, K3
 	KORTESTW       K3, K2
-	JNZ            bf16fix90
+	JNZ            bf16fix95
 	BYTE $0x62; BYTE $0x52; BYTE $0x27; BYTE $0x48; BYTE $0x72; BYTE $0xea // VCVTNE2PS2BF16 Z10, Z11, Z13
 
-bf16fixed91:
+bf16fixed96:
 	VPERMW.Z Z13, Z3, K1, Z10
 	VPERMW.Z Z13, Z4, K1, Z11
 
-notrn87:
+notrn92:
 	VMOVUPS (SI)(R8*4), Z13
 	VADDPS  Z5, Z13, Z13
 	VMULPS  Z13, Z8, Z8
@@ -63229,28 +63526,28 @@ notrn87:
 	VMULPS  Z13, Z11, Z11
 	MOVQ    job_bias+0(AX), R11
 	TESTQ   R11, R11
-	JZ      nobias92
+	JZ      nobias97
 	VADDPS  (R11)(R8*4), Z8, Z8
 	VADDPS  64(R11)(R8*4), Z9, Z9
 	VADDPS  128(R11)(R8*4), Z10, Z10
 	VADDPS  192(R11)(R8*4), Z11, Z11
 
-nobias92:
+nobias97:
 	VFPCLASSPSZ    $0xa1, Z8, K2
 	VFPCLASSPSZ    $0xa1, Z9, K3
 	KORTESTW       K3, K2
-	JNZ            bf16fix93
+	JNZ            bf16fix98
 	BYTE $0x62; BYTE $0x52; BYTE $0x37; BYTE $0x48; BYTE $0x72; BYTE $0xe8 // VCVTNE2PS2BF16 Z8, Z9, Z13
 
-bf16fixed94:
+bf16fixed99:
 	VMOVNTDQ       Z13, (CX)(R8*2)
 	VFPCLASSPSZ    $0xa1, Z10, K2
 	VFPCLASSPSZ    $0xa1, Z11, K3
 	KORTESTW       K3, K2
-	JNZ            bf16fix95
+	JNZ            bf16fix100
 	BYTE $0x62; BYTE $0x52; BYTE $0x27; BYTE $0x48; BYTE $0x72; BYTE $0xc2 // VCVTNE2PS2BF16 Z10, Z11, Z8
 
-bf16fixed96:
+bf16fixed101:
 	VMOVNTDQ Z8, 64(CX)(R8*2)
 	ADDQ     $0x00000040, R8
 	JMP      scalentloopoffset
@@ -63264,13 +63561,13 @@ scalentloopnoweight:
 	PREFETCHT0 128(R10)(R8*4)
 	PREFETCHT0 192(R10)(R8*4)
 	TESTQ      R12, R12
-	JZ         noadd97
+	JZ         noadd102
 	PREFETCHT0 (R12)(R8*4)
 	PREFETCHT0 64(R12)(R8*4)
 	PREFETCHT0 128(R12)(R8*4)
 	PREFETCHT0 192(R12)(R8*4)
 
-noadd97:
+noadd102:
 	VMOVUPS (DX)(R8*4), Z8
 	VSUBPS  Z6, Z8, Z8
 	VMULPS  Z7, Z8, Z8
@@ -63285,28 +63582,28 @@ noadd97:
 	VMULPS  Z7, Z11, Z11
 	MOVQ    job_bias+0(AX), R11
 	TESTQ   R11, R11
-	JZ      nobias98
+	JZ      nobias103
 	VADDPS  (R11)(R8*4), Z8, Z8
 	VADDPS  64(R11)(R8*4), Z9, Z9
 	VADDPS  128(R11)(R8*4), Z10, Z10
 	VADDPS  192(R11)(R8*4), Z11, Z11
 
-nobias98:
+nobias103:
 	VFPCLASSPSZ    $0xa1, Z8, K2
 	VFPCLASSPSZ    $0xa1, Z9, K3
 	KORTESTW       K3, K2
-	JNZ            bf16fix99
+	JNZ            bf16fix104
 	BYTE $0x62; BYTE $0x52; BYTE $0x37; BYTE $0x48; BYTE $0x72; BYTE $0xe8 // VCVTNE2PS2BF16 Z8, Z9, Z13
 
-bf16fixed100:
+bf16fixed105:
 	VMOVNTDQ       Z13, (CX)(R8*2)
 	VFPCLASSPSZ    $0xa1, Z10, K2
 	VFPCLASSPSZ    $0xa1, Z11, K3
 	KORTESTW       K3, K2
-	JNZ            bf16fix101
+	JNZ            bf16fix106
 	BYTE $0x62; BYTE $0x52; BYTE $0x27; BYTE $0x48; BYTE $0x72; BYTE $0xc2 // VCVTNE2PS2BF16 Z10, Z11, Z8
 
-bf16fixed102:
+bf16fixed107:
 	VMOVNTDQ Z8, 64(CX)(R8*2)
 	ADDQ     $0x00000040, R8
 	JMP      scalentloopnoweight
@@ -63321,35 +63618,35 @@ scaleone:
 	VSUBPS         Z6, Z8, Z8
 	VMULPS         Z7, Z8, Z8
 	TESTL          $0x00000008, job_flags+0(AX)
-	JZ             notrn103
+	JZ             notrn108
 	VFPCLASSPSZ    $0xa1, Z8, K2
 	KORTESTW       K2, K2
-	JNZ            bf16fix104
+	JNZ            bf16fix109
 	BYTE $0x62; BYTE $0x52; BYTE $0x3f; BYTE $0x48; BYTE $0x72; BYTE $0xc8 // VCVTNE2PS2BF16 Z8, Z8, Z9
 
-bf16fixed105:
+bf16fixed110:
 	VPERMW.Z Z9, Z3, K1, Z8
 
-notrn103:
+notrn108:
 	TESTQ   SI, SI
-	JZ      noweight106
+	JZ      noweight111
 	VMOVUPS (SI)(R8*4), Z9
 	VADDPS  Z5, Z9, Z9
 	VMULPS  Z9, Z8, Z8
 
-noweight106:
+noweight111:
 	MOVQ   job_bias+0(AX), R10
 	TESTQ  R10, R10
-	JZ     nobias107
+	JZ     nobias112
 	VADDPS (R10)(R8*4), Z8, Z8
 
-nobias107:
+nobias112:
 	VFPCLASSPSZ    $0xa1, Z8, K2
 	KORTESTW       K2, K2
-	JNZ            bf16fix108
+	JNZ            bf16fix113
 	BYTE $0x62; BYTE $0x52; BYTE $0x3f; BYTE $0x48; BYTE $0x72; BYTE $0xc8 // VCVTNE2PS2BF16 Z8, Z8, Z9
 
-bf16fixed109:
+bf16fixed114:
 	VEXTRACTI64X4 $0x00, Z9, (CX)(R8*2)
 	ADDQ          $0x00000010, R8
 	JMP           scaleone
@@ -63367,36 +63664,36 @@ partout:
 	VSUBPS         Z6, Z8, Z8
 	VMULPS         Z8, Z7, Z8
 	TESTL          $0x00000008, job_flags+0(AX)
-	JZ             notrn110
+	JZ             notrn115
 	VFPCLASSPSZ    $0xa1, Z8, K3
 	KORTESTW       K3, K3
-	JNZ            bf16fix111
+	JNZ            bf16fix116
 	BYTE $0x62; BYTE $0x52; BYTE $0x3f; BYTE $0x48; BYTE $0x72; BYTE $0xc8 // VCVTNE2PS2BF16 Z8, Z8, Z9
 
-bf16fixed112:
+bf16fixed117:
 	VPERMW.Z Z9, Z3, K1, Z8
 
-notrn110:
+notrn115:
 	TESTQ     SI, SI
-	JZ        noweight113
+	JZ        noweight118
 	VMOVUPS.Z (SI)(R8*4), K2, Z9
 	VADDPS    Z5, Z9, Z9
 	VMULPS    Z9, Z8, Z8
 
-noweight113:
+noweight118:
 	MOVQ      job_bias+0(AX), R11
 	TESTQ     R11, R11
-	JZ        nobias114
+	JZ        nobias119
 	VMOVUPS.Z (R11)(R8*4), K2, Z9
 	VADDPS    Z9, Z8, Z8
 
-nobias114:
+nobias119:
 	VFPCLASSPSZ    $0xa1, Z8, K3
 	KORTESTW       K3, K3
-	JNZ            bf16fix115
+	JNZ            bf16fix120
 	BYTE $0x62; BYTE $0x52; BYTE $0x3f; BYTE $0x48; BYTE $0x72; BYTE $0xc8 // VCVTNE2PS2BF16 Z8, Z8, Z9
 
-bf16fixed116:
+bf16fixed121:
 	VMOVDQU16 Z9, K2, (CX)(R8*2)
 	ADDQ      R10, R8
 	CMPQ      R8, job_d+0(AX)
@@ -63585,38 +63882,6 @@ bf16fix39:
 	VPERMT2W     Z9, Z2, Z8
 	JMP          bf16fixed40
 
-bf16fix43:
-	VPSRLD       $0x10, Z8, Z13
-	VPANDD       Z0, Z13, Z13
-	VPADDD       Z1, Z13, Z13
-	VPADDD       Z8, Z13, Z13
-	VFPCLASSPSZ  $0x81, Z8, K2
-	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z13
-	VPSRLD       $0x10, Z9, Z8
-	VPANDD       Z0, Z8, Z8
-	VPADDD       Z1, Z8, Z8
-	VPADDD       Z9, Z8, Z8
-	VFPCLASSPSZ  $0x81, Z9, K2
-	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z8
-	VPERMT2W     Z8, Z2, Z13
-	JMP          bf16fixed44
-
-bf16fix45:
-	VPSRLD       $0x10, Z10, Z13
-	VPANDD       Z0, Z13, Z13
-	VPADDD       Z1, Z13, Z13
-	VPADDD       Z10, Z13, Z13
-	VFPCLASSPSZ  $0x81, Z10, K2
-	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z13
-	VPSRLD       $0x10, Z11, Z10
-	VPANDD       Z0, Z10, Z10
-	VPADDD       Z1, Z10, Z10
-	VPADDD       Z11, Z10, Z10
-	VFPCLASSPSZ  $0x81, Z11, K2
-	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z10
-	VPERMT2W     Z10, Z2, Z13
-	JMP          bf16fixed46
-
 bf16fix48:
 	VPSRLD       $0x10, Z8, Z13
 	VPANDD       Z0, Z13, Z13
@@ -63634,19 +63899,19 @@ bf16fix48:
 	JMP          bf16fixed49
 
 bf16fix50:
-	VPSRLD       $0x10, Z10, Z8
-	VPANDD       Z0, Z8, Z8
-	VPADDD       Z1, Z8, Z8
-	VPADDD       Z10, Z8, Z8
+	VPSRLD       $0x10, Z10, Z13
+	VPANDD       Z0, Z13, Z13
+	VPADDD       Z1, Z13, Z13
+	VPADDD       Z10, Z13, Z13
 	VFPCLASSPSZ  $0x81, Z10, K2
-	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z8
-	VPSRLD       $0x10, Z11, Z9
-	VPANDD       Z0, Z9, Z9
-	VPADDD       Z1, Z9, Z9
-	VPADDD       Z11, Z9, Z9
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z13
+	VPSRLD       $0x10, Z11, Z10
+	VPANDD       Z0, Z10, Z10
+	VPADDD       Z1, Z10, Z10
+	VPADDD       Z11, Z10, Z10
 	VFPCLASSPSZ  $0x81, Z11, K2
-	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z9
-	VPERMT2W     Z9, Z2, Z8
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z10
+	VPERMT2W     Z10, Z2, Z13
 	JMP          bf16fixed51
 
 bf16fix53:
@@ -63666,19 +63931,19 @@ bf16fix53:
 	JMP          bf16fixed54
 
 bf16fix55:
-	VPSRLD       $0x10, Z10, Z13
-	VPANDD       Z0, Z13, Z13
-	VPADDD       Z1, Z13, Z13
-	VPADDD       Z10, Z13, Z13
+	VPSRLD       $0x10, Z10, Z8
+	VPANDD       Z0, Z8, Z8
+	VPADDD       Z1, Z8, Z8
+	VPADDD       Z10, Z8, Z8
 	VFPCLASSPSZ  $0x81, Z10, K2
-	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z13
-	VPSRLD       $0x10, Z11, Z10
-	VPANDD       Z0, Z10, Z10
-	VPADDD       Z1, Z10, Z10
-	VPADDD       Z11, Z10, Z10
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z8
+	VPSRLD       $0x10, Z11, Z9
+	VPANDD       Z0, Z9, Z9
+	VPADDD       Z1, Z9, Z9
+	VPADDD       Z11, Z9, Z9
 	VFPCLASSPSZ  $0x81, Z11, K2
-	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z10
-	VPERMT2W     Z10, Z2, Z13
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z9
+	VPERMT2W     Z9, Z2, Z8
 	JMP          bf16fixed56
 
 bf16fix58:
@@ -63698,19 +63963,19 @@ bf16fix58:
 	JMP          bf16fixed59
 
 bf16fix60:
-	VPSRLD       $0x10, Z10, Z8
-	VPANDD       Z0, Z8, Z8
-	VPADDD       Z1, Z8, Z8
-	VPADDD       Z10, Z8, Z8
+	VPSRLD       $0x10, Z10, Z13
+	VPANDD       Z0, Z13, Z13
+	VPADDD       Z1, Z13, Z13
+	VPADDD       Z10, Z13, Z13
 	VFPCLASSPSZ  $0x81, Z10, K2
-	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z8
-	VPSRLD       $0x10, Z11, Z9
-	VPANDD       Z0, Z9, Z9
-	VPADDD       Z1, Z9, Z9
-	VPADDD       Z11, Z9, Z9
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z13
+	VPSRLD       $0x10, Z11, Z10
+	VPANDD       Z0, Z10, Z10
+	VPADDD       Z1, Z10, Z10
+	VPADDD       Z11, Z10, Z10
 	VFPCLASSPSZ  $0x81, Z11, K2
-	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z9
-	VPERMT2W     Z9, Z2, Z8
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z10
+	VPERMT2W     Z10, Z2, Z13
 	JMP          bf16fixed61
 
 bf16fix63:
@@ -63746,26 +64011,6 @@ bf16fix65:
 	JMP          bf16fixed66
 
 bf16fix68:
-	VPSRLD       $0x10, Z8, Z9
-	VPANDD       Z0, Z9, Z9
-	VPADDD       Z1, Z9, Z9
-	VPADDD       Z8, Z9, Z9
-	VFPCLASSPSZ  $0x81, Z8, K2
-	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z9
-	VPERMT2W     Z9, Z2, Z9
-	JMP          bf16fixed69
-
-bf16fix72:
-	VPSRLD       $0x10, Z8, Z9
-	VPANDD       Z0, Z9, Z9
-	VPADDD       Z1, Z9, Z9
-	VPADDD       Z8, Z9, Z9
-	VFPCLASSPSZ  $0x81, Z8, K2
-	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z9
-	VPERMT2W     Z9, Z2, Z9
-	JMP          bf16fixed73
-
-bf16fix77:
 	VPSRLD       $0x10, Z8, Z13
 	VPANDD       Z0, Z13, Z13
 	VPADDD       Z1, Z13, Z13
@@ -63779,23 +64024,43 @@ bf16fix77:
 	VFPCLASSPSZ  $0x81, Z9, K2
 	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z8
 	VPERMT2W     Z8, Z2, Z13
-	JMP          bf16fixed78
+	JMP          bf16fixed69
 
-bf16fix79:
-	VPSRLD       $0x10, Z10, Z13
-	VPANDD       Z0, Z13, Z13
-	VPADDD       Z1, Z13, Z13
-	VPADDD       Z10, Z13, Z13
+bf16fix70:
+	VPSRLD       $0x10, Z10, Z8
+	VPANDD       Z0, Z8, Z8
+	VPADDD       Z1, Z8, Z8
+	VPADDD       Z10, Z8, Z8
 	VFPCLASSPSZ  $0x81, Z10, K2
-	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z13
-	VPSRLD       $0x10, Z11, Z10
-	VPANDD       Z0, Z10, Z10
-	VPADDD       Z1, Z10, Z10
-	VPADDD       Z11, Z10, Z10
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z8
+	VPSRLD       $0x10, Z11, Z9
+	VPANDD       Z0, Z9, Z9
+	VPADDD       Z1, Z9, Z9
+	VPADDD       Z11, Z9, Z9
 	VFPCLASSPSZ  $0x81, Z11, K2
-	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z10
-	VPERMT2W     Z10, Z2, Z13
-	JMP          bf16fixed80
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z9
+	VPERMT2W     Z9, Z2, Z8
+	JMP          bf16fixed71
+
+bf16fix73:
+	VPSRLD       $0x10, Z8, Z9
+	VPANDD       Z0, Z9, Z9
+	VPADDD       Z1, Z9, Z9
+	VPADDD       Z8, Z9, Z9
+	VFPCLASSPSZ  $0x81, Z8, K2
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z9
+	VPERMT2W     Z9, Z2, Z9
+	JMP          bf16fixed74
+
+bf16fix77:
+	VPSRLD       $0x10, Z8, Z9
+	VPANDD       Z0, Z9, Z9
+	VPADDD       Z1, Z9, Z9
+	VPADDD       Z8, Z9, Z9
+	VFPCLASSPSZ  $0x81, Z8, K2
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z9
+	VPERMT2W     Z9, Z2, Z9
+	JMP          bf16fixed78
 
 bf16fix82:
 	VPSRLD       $0x10, Z8, Z13
@@ -63814,38 +64079,6 @@ bf16fix82:
 	JMP          bf16fixed83
 
 bf16fix84:
-	VPSRLD       $0x10, Z10, Z8
-	VPANDD       Z0, Z8, Z8
-	VPADDD       Z1, Z8, Z8
-	VPADDD       Z10, Z8, Z8
-	VFPCLASSPSZ  $0x81, Z10, K2
-	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z8
-	VPSRLD       $0x10, Z11, Z9
-	VPANDD       Z0, Z9, Z9
-	VPADDD       Z1, Z9, Z9
-	VPADDD       Z11, Z9, Z9
-	VFPCLASSPSZ  $0x81, Z11, K2
-	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z9
-	VPERMT2W     Z9, Z2, Z8
-	JMP          bf16fixed85
-
-bf16fix88:
-	VPSRLD       $0x10, Z8, Z13
-	VPANDD       Z0, Z13, Z13
-	VPADDD       Z1, Z13, Z13
-	VPADDD       Z8, Z13, Z13
-	VFPCLASSPSZ  $0x81, Z8, K2
-	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z13
-	VPSRLD       $0x10, Z9, Z8
-	VPANDD       Z0, Z8, Z8
-	VPADDD       Z1, Z8, Z8
-	VPADDD       Z9, Z8, Z8
-	VFPCLASSPSZ  $0x81, Z9, K2
-	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z8
-	VPERMT2W     Z8, Z2, Z13
-	JMP          bf16fixed89
-
-bf16fix90:
 	VPSRLD       $0x10, Z10, Z13
 	VPANDD       Z0, Z13, Z13
 	VPADDD       Z1, Z13, Z13
@@ -63859,7 +64092,39 @@ bf16fix90:
 	VFPCLASSPSZ  $0x81, Z11, K2
 	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z10
 	VPERMT2W     Z10, Z2, Z13
-	JMP          bf16fixed91
+	JMP          bf16fixed85
+
+bf16fix87:
+	VPSRLD       $0x10, Z8, Z13
+	VPANDD       Z0, Z13, Z13
+	VPADDD       Z1, Z13, Z13
+	VPADDD       Z8, Z13, Z13
+	VFPCLASSPSZ  $0x81, Z8, K2
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z13
+	VPSRLD       $0x10, Z9, Z8
+	VPANDD       Z0, Z8, Z8
+	VPADDD       Z1, Z8, Z8
+	VPADDD       Z9, Z8, Z8
+	VFPCLASSPSZ  $0x81, Z9, K2
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z8
+	VPERMT2W     Z8, Z2, Z13
+	JMP          bf16fixed88
+
+bf16fix89:
+	VPSRLD       $0x10, Z10, Z8
+	VPANDD       Z0, Z8, Z8
+	VPADDD       Z1, Z8, Z8
+	VPADDD       Z10, Z8, Z8
+	VFPCLASSPSZ  $0x81, Z10, K2
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z8
+	VPSRLD       $0x10, Z11, Z9
+	VPANDD       Z0, Z9, Z9
+	VPADDD       Z1, Z9, Z9
+	VPADDD       Z11, Z9, Z9
+	VFPCLASSPSZ  $0x81, Z11, K2
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z9
+	VPERMT2W     Z9, Z2, Z8
+	JMP          bf16fixed90
 
 bf16fix93:
 	VPSRLD       $0x10, Z8, Z13
@@ -63878,22 +64143,22 @@ bf16fix93:
 	JMP          bf16fixed94
 
 bf16fix95:
-	VPSRLD       $0x10, Z10, Z8
-	VPANDD       Z0, Z8, Z8
-	VPADDD       Z1, Z8, Z8
-	VPADDD       Z10, Z8, Z8
+	VPSRLD       $0x10, Z10, Z13
+	VPANDD       Z0, Z13, Z13
+	VPADDD       Z1, Z13, Z13
+	VPADDD       Z10, Z13, Z13
 	VFPCLASSPSZ  $0x81, Z10, K2
-	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z8
-	VPSRLD       $0x10, Z11, Z9
-	VPANDD       Z0, Z9, Z9
-	VPADDD       Z1, Z9, Z9
-	VPADDD       Z11, Z9, Z9
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z13
+	VPSRLD       $0x10, Z11, Z10
+	VPANDD       Z0, Z10, Z10
+	VPADDD       Z1, Z10, Z10
+	VPADDD       Z11, Z10, Z10
 	VFPCLASSPSZ  $0x81, Z11, K2
-	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z9
-	VPERMT2W     Z9, Z2, Z8
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z10
+	VPERMT2W     Z10, Z2, Z13
 	JMP          bf16fixed96
 
-bf16fix99:
+bf16fix98:
 	VPSRLD       $0x10, Z8, Z13
 	VPANDD       Z0, Z13, Z13
 	VPADDD       Z1, Z13, Z13
@@ -63907,9 +64172,9 @@ bf16fix99:
 	VFPCLASSPSZ  $0x81, Z9, K2
 	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z8
 	VPERMT2W     Z8, Z2, Z13
-	JMP          bf16fixed100
+	JMP          bf16fixed99
 
-bf16fix101:
+bf16fix100:
 	VPSRLD       $0x10, Z10, Z8
 	VPANDD       Z0, Z8, Z8
 	VPADDD       Z1, Z8, Z8
@@ -63923,19 +64188,41 @@ bf16fix101:
 	VFPCLASSPSZ  $0x81, Z11, K2
 	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z9
 	VPERMT2W     Z9, Z2, Z8
-	JMP          bf16fixed102
+	JMP          bf16fixed101
 
 bf16fix104:
-	VPSRLD       $0x10, Z8, Z9
-	VPANDD       Z0, Z9, Z9
-	VPADDD       Z1, Z9, Z9
-	VPADDD       Z8, Z9, Z9
+	VPSRLD       $0x10, Z8, Z13
+	VPANDD       Z0, Z13, Z13
+	VPADDD       Z1, Z13, Z13
+	VPADDD       Z8, Z13, Z13
 	VFPCLASSPSZ  $0x81, Z8, K2
-	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z9
-	VPERMT2W     Z9, Z2, Z9
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z13
+	VPSRLD       $0x10, Z9, Z8
+	VPANDD       Z0, Z8, Z8
+	VPADDD       Z1, Z8, Z8
+	VPADDD       Z9, Z8, Z8
+	VFPCLASSPSZ  $0x81, Z9, K2
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z8
+	VPERMT2W     Z8, Z2, Z13
 	JMP          bf16fixed105
 
-bf16fix108:
+bf16fix106:
+	VPSRLD       $0x10, Z10, Z8
+	VPANDD       Z0, Z8, Z8
+	VPADDD       Z1, Z8, Z8
+	VPADDD       Z10, Z8, Z8
+	VFPCLASSPSZ  $0x81, Z10, K2
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z8
+	VPSRLD       $0x10, Z11, Z9
+	VPANDD       Z0, Z9, Z9
+	VPADDD       Z1, Z9, Z9
+	VPADDD       Z11, Z9, Z9
+	VFPCLASSPSZ  $0x81, Z11, K2
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z9
+	VPERMT2W     Z9, Z2, Z8
+	JMP          bf16fixed107
+
+bf16fix109:
 	VPSRLD       $0x10, Z8, Z9
 	VPANDD       Z0, Z9, Z9
 	VPADDD       Z1, Z9, Z9
@@ -63943,9 +64230,19 @@ bf16fix108:
 	VFPCLASSPSZ  $0x81, Z8, K2
 	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z9
 	VPERMT2W     Z9, Z2, Z9
-	JMP          bf16fixed109
+	JMP          bf16fixed110
 
-bf16fix111:
+bf16fix113:
+	VPSRLD       $0x10, Z8, Z9
+	VPANDD       Z0, Z9, Z9
+	VPADDD       Z1, Z9, Z9
+	VPADDD       Z8, Z9, Z9
+	VFPCLASSPSZ  $0x81, Z8, K2
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z9
+	VPERMT2W     Z9, Z2, Z9
+	JMP          bf16fixed114
+
+bf16fix116:
 	VPSRLD       $0x10, Z8, Z9
 	VPANDD       Z0, Z9, Z9
 	VPADDD       Z1, Z9, Z9
@@ -63953,9 +64250,9 @@ bf16fix111:
 	VFPCLASSPSZ  $0x81, Z8, K3
 	VPBROADCASTD avx512bfnanhigh<>+0(SB), K3, Z9
 	VPERMT2W     Z9, Z2, Z9
-	JMP          bf16fixed112
+	JMP          bf16fixed117
 
-bf16fix115:
+bf16fix120:
 	VPSRLD       $0x10, Z8, Z9
 	VPANDD       Z0, Z9, Z9
 	VPADDD       Z1, Z9, Z9
@@ -63963,7 +64260,7 @@ bf16fix115:
 	VFPCLASSPSZ  $0x81, Z8, K3
 	VPBROADCASTD avx512bfnanhigh<>+0(SB), K3, Z9
 	VPERMT2W     Z9, Z2, Z9
-	JMP          bf16fixed116
+	JMP          bf16fixed121
 
 // func avx512bf16NarrowBF16(dst uintptr, src uintptr, n int)
 // Requires: AVX, AVX512BF16, AVX512BW, AVX512DQ, AVX512F

@@ -13,31 +13,40 @@ import (
 // and NaN lanes take the exact integer rounding. On a Zen 5 that classification is a fifth of ForwardBF16's time at
 // 1x4096: VFPCLASSPS runs on the pipes that multiply, which bound the loop (bf16cvt.go).
 //
-// Rows whose output does not overwrite their input take loops without it. Each pair of vectors
-// goes through one VMAXPS instead, whose result is not used: with MXCSR's exceptions masked (as Go
-// leaves them) and DAZ clear, VMAXPS sets MXCSR's invalid-operation flag (IE) when a lane is a NaN,
-// quiet or signalling, and its denormal flag (DE) when a lane is subnormal. VMAXPS runs on the
-// pipes that add, beside the multiplies. After the row's unrolled loop one STMXCSR reads the two
-// flags; when either is set the row's loop runs again from its start with the classification,
-// the output written so far overwritten (the flags cleared first). The rest of the row (the tail)
-// is narrowed with the classification either way. The flags can only be set too often (a
-// subnormal x or weight raises DE in the multiplies too; so does a subnormal x in the row's sum
-// pass), never too rarely, and a row redone gives the classified loop's bits: the contract holds
+// Rows whose output does not overwrite what the scale pass reads (x, or h in Residual with a
+// residual) take loops without it. Each pair of vectors goes through one VMAXPS instead, whose
+// result is not used: under the MXCSR Go sets (every exception masked, DAZ and FTZ clear, round
+// to nearest, which the kernels assume as Go code does: a C caller that changes it restores it
+// before Go runs), VMAXPS sets MXCSR's invalid-operation flag (IE) when a lane is a NaN, quiet or
+// signalling, and its denormal flag (DE) when a lane is subnormal (Intel's SDM and AMD's manual
+// both list a quiet NaN operand as invalid for MAXPS). VMAXPS runs on the pipes that add,
+// beside the multiplies. After the row's unrolled loop one STMXCSR reads the two flags; when
+// either is set the row's loop runs again from its start with the classification, the output
+// written so far overwritten (the flags cleared first). The rest of the row (the tail) is
+// narrowed with the classification either way. The flags can only be set too often (a subnormal
+// x or weight raises DE in the multiplies too; so does a subnormal x in the row's sum pass),
+// never too rarely, and a row redone gives the classified loop's bits: the contract holds
 // whatever the flags say.
 //
 // The flags are sticky and shared by everything that runs on the thread, so the function clears
 // them on the way in when they are set (one STMXCSR per call, LDMXCSR only then) and after a
-// flagged row, and leaves them cleared: Go has no access to MXCSR's flags, and its goroutines
-// share a thread's MXCSR without saving it, so no Go code can rely on them; C code tests them
-// after clearing them (feclearexcept, then fetestexcept). The signal handlers of the runtime
-// return through the kernel's restore of the interrupted MXCSR, and the functions are not
-// preempted asynchronously (assembly has no safe points), so nothing else reaches the flags
-// between the loop and its STMXCSR.
+// flagged row: flags raised before the call are lost (the classified redo may raise DE again).
+// Go has no access to MXCSR's flags, and its goroutines share a thread's MXCSR without saving
+// it, so no Go code can rely on them; C code on the same thread that tests flags it raised
+// before calling into Go sees them cleared. The signal handlers of the runtime return through
+// the kernel's restore of the interrupted MXCSR, and the functions are not preempted
+// asynchronously (assembly has no safe points), so nothing else reaches the flags between the
+// loop and its STMXCSR.
 //
-// The loops serve rows longer than spec.GroupMax (a row that takes one classified loop from
-// memory, flagNT, or is normalized in place, dst being x, keeps it: its input is gone once the
-// row is written). STMXCSR waits for the row's arithmetic to retire, which shorter rows, grouped
-// four at a time, notice: a hand-edited first version that read the flags after every row took
+// The loops serve rows longer than spec.GroupMax, those grouped four at a time included, and
+// the rows of float32 that prefetch (flagPF: strided rows, say) have their own (tag "pf";
+// ApplyToBF16 on 8 rows of 1024 and of 4096, Stride d+32, in cache: -4.5% and -8.9% against the
+// classified loops, eight alternated runs, benchstat). A row
+// that takes one classified loop from memory (flagNT) keeps it, as does a row normalized in place
+// without a residual (dst being x: its input is gone once the row is written); with a residual
+// the scale pass reads h from Residual, which never overlaps dst, so rows in place take the new
+// loops then. STMXCSR waits for the row's arithmetic to retire, which shorter rows notice: a
+// hand-edited first version that read the flags after every row took
 // 8-13% longer at 1x128 (Zen 5). Measured on a Zen 5 (the test binaries of the code before and
 // with these loops alternated eight times, benchstat): ForwardBF16 1x1024 89.5 -> 82.9 ns (-7.5%),
 // 1x4096 244.4 -> 205.7 (-16%); with RoundNormalized, whose rounding of x*inv was classified too,
@@ -74,22 +83,25 @@ func (g *gen) clearFlags() {
 	Label("mxclear")
 }
 
-// fastLoops emits, in the functions of flagsChecked, the scale loops of a row without the
-// classification (g.fast) under the names scalefastloop..., each form's chosen by forms (see
-// scale), and the check of MXCSR's flags after them, which goes on to the row's tail or back
-// through scalechecked, where the caller emits the classified loops, with i = 0.
-func (g *gen) fastLoops(src, i, pf, fl GPVirtual, forms func(name string, pf, fl GPVirtual, nt bool)) {
+// fastLoops emits, for rows longer than spec.GroupMax, the scale loops of a row without the
+// classification (g.fast) under the names scalefast+tag+loop..., each form's chosen by forms
+// (see scale), and the check of MXCSR's flags after them, which goes on to the row's tail or back
+// through scale+tag+checked, where the caller emits the classified loops, with i = 0. tag is ""
+// for the loops of rows in cache and "pf" for those that prefetch (the functions of float32 rows,
+// which have a loop for each: see oneLoop).
+func (g *gen) fastLoops(tag string, src, i, pf, fl GPVirtual, forms func(name string, pf, fl GPVirtual, nt bool)) {
 	if !g.flagsChecked() {
 		return
 	}
+	checked, done := "scale"+tag+"checked", "scalefast"+tag+"done"
 	CMPQ(g.d(), U32(spec.GroupMax))
-	JBE(LabelRef("scalechecked"))
+	JBE(LabelRef(checked))
 	CMPQ(src, g.dst)
-	JE(LabelRef("scalechecked")) // in place
-	g.fast, g.tail = true, "scalefastdone"
-	forms("scalefastloop", pf, fl, false)
+	JE(LabelRef(checked)) // in place
+	g.fast, g.tail = true, done
+	forms("scalefast"+tag+"loop", pf, fl, false)
 	g.fast, g.tail = false, "scaletail"
-	Label("scalefastdone")
+	Label(done)
 	STMXCSR(g.mx)
 	TESTL(U32(mxFlags), g.mx)
 	JZ(LabelRef("scaletail"))
@@ -97,7 +109,7 @@ func (g *gen) fastLoops(src, i, pf, fl GPVirtual, forms func(name string, pf, fl
 	ANDL(U32(^uint32(mxFlags)), g.mx)
 	LDMXCSR(g.mx)
 	XORQ(i, i)
-	Label("scalechecked")
+	Label(checked)
 }
 
 // raiseFlags has VMAXPS read a and b (see above); its result is not used.

@@ -1229,7 +1229,7 @@ func (g *gen) scale(src GPVirtual, invv, one VecVirtual) {
 		MOVL(g.flags(), fl)
 		TESTL(U32(spec.FlagNT), fl)
 		JNZ(LabelRef("scalent"))
-		g.fastLoops(src, i, pf, fl, forms)
+		g.fastLoops("", src, i, pf, fl, forms)
 		forms("scaleloop", pf, fl, false)
 	} else {
 		// A loop for each memory mode (and weight form), chosen once per row: flagNT comes with
@@ -1238,11 +1238,12 @@ func (g *gen) scale(src GPVirtual, invv, one VecVirtual) {
 		JNZ(LabelRef("scalent"))
 		TESTL(U32(spec.FlagPF), g.flags())
 		JNZ(LabelRef("scalepf"))
-		g.fastLoops(src, i, nil, nil, forms)
+		g.fastLoops("", src, i, nil, nil, forms)
 		forms("scaleloop", nil, nil, false)
 		Label("scalepf")
 		pf = g.pfOffset(1)
 		ADDQ(src, pf)
+		g.fastLoops("pf", src, i, pf, nil, forms)
 		forms("scalepfloop", pf, nil, false)
 		pf = GP64() // for the non-temporal loops, set at scalentgo
 		fl = GP32() // for the non-temporal loops, chosen by w and flagOffset in it (and flagPF: hardwareRows)

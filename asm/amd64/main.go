@@ -120,7 +120,7 @@ func bf16Kernel(base spec.Kernel) spec.Kernel {
 // those of the scale loops that convert x ahead: see scaleLoop), which fixAssembly aligns to 32
 // bytes (Avo has no PCALIGN);
 // alignLoops keeps it out of the backward kernels, whose sum loop has one of these names too.
-var loopHeads = regexp.MustCompile(`(?m)^(((add|sq)?sumloop|(add|sq)?sumpfloop|scale(pf|nt|nthw|fast)?loop(offset|noweight)?(ahead)?|onesumloop|onescaleloop|ressumloop|resscaleloop|rowssumloop|rowsscaleloop|streamsumloop|streamscaleloop):\n)`)
+var loopHeads = regexp.MustCompile(`(?m)^(((add|sq)?sumloop|(add|sq)?sumpfloop|scale(pf|nt|nthw|fast|fastpf)?loop(offset|noweight)?(ahead)?|onesumloop|onescaleloop|ressumloop|resscaleloop|rowssumloop|rowsscaleloop|streamsumloop|streamscaleloop):\n)`)
 
 // alignLoops puts PCALIGN $32 before the loopHeads of every function but the backward ones. It
 // fails where a label would come right before a PCALIGN: a branch to such a label made the Go

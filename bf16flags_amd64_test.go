@@ -1,0 +1,74 @@
+//go:build amd64 && gc && !purego && !noasm
+
+package rmsnorm
+
+import (
+	"fmt"
+	"math"
+	"runtime"
+	"slices"
+	"testing"
+
+	"github.com/gosimd/rmsnorm/internal/mxcsr"
+)
+
+// The loops that read MXCSR's flags (asm/amd64/bf16flags.go) with the invalid and denormal flags
+// already set on the thread when the call comes, as earlier arithmetic (C code in the same
+// process, or Go code on a subnormal) leaves them: every kernel gives generic's bits, and the
+// avx512+bf16 kernel leaves the two flags cleared after ordinary rows, as its docs say. (Whether
+// it cleared them on the way in or redid the first row and cleared them then, the outputs and the
+// flags after the call are the same: only the time tells, which tests do not measure.)
+func TestBF16FlagsSetBefore(t *testing.T) {
+	logBF16Paths(t)
+	runtime.LockOSThread() // MXCSR is the thread's
+	defer runtime.UnlockOSThread()
+	old := mxcsr.Get()
+	defer mxcsr.Set(old)
+	const d, rows = 1024, 3
+	type lane struct {
+		name string
+		set  func(x, w, b []float32, p int)
+	}
+	lanes := []lane{
+		{"none", func(x, w, b []float32, p int) {}},
+		{"subnormal y", func(x, w, b []float32, p int) { x[p], w[p], b[p] = 0x1p-60*0x1p-50, 0x1p-18, 0 }},
+		{"quiet NaN weight", func(x, w, b []float32, p int) { w[p] = math.Float32frombits(0xffc00000) }},
+		{"quiet NaN bias", func(x, w, b []float32, p int) { b[p] = math.Float32frombits(0x7fc12345) }},
+	}
+	calls := 0
+	for _, ln := range lanes {
+		for _, f := range []format{formatBF16, formatToBF16} {
+			for _, bias := range []bool{false, true} {
+				x, _, w, b := normalInputs(seedFor(d, int(f)), rows, d)
+				ln.set(x[d:2*d], w, b, 100)
+				n := Norm{Weight: w, Eps: 1e-6}
+				if bias {
+					n.Bias = b
+				}
+				want, _ := flaggedCall(kernelGeneric, &n, f, x, nil, false, false)
+				for _, k := range simdKernels() {
+					dst := make([]uint16, rows*d)
+					x16, x32 := narrowAll(x, formatBF16), slices.Clone(x)
+					call := func() {
+						if f == formatToBF16 {
+							applyKernel(k, &n, f, &rowsOf[uint16, float32]{Dst: dst, X: x32})
+						} else {
+							applyKernel(k, &n, f, &rowsOf[uint16, uint16]{Dst: dst, X: x16})
+						}
+					}
+					ctx := fmt.Sprintf("%s %s bias=%v %s", k, applyNamesOf[f].fn, bias, ln.name)
+					mxcsr.Set(mxcsr.Default | mxcsr.Invalid | mxcsr.Denormal)
+					call()
+					after := mxcsr.Get()
+					mxcsr.Set(old)
+					check16Exact(t, ctx, dst, want)
+					if k == kernelAVX512BF16 && ln.name == "none" && after&(mxcsr.Invalid|mxcsr.Denormal) != 0 {
+						t.Errorf("%s: MXCSR %#x after a call on ordinary rows of %d entered with the invalid and denormal flags set: not cleared", ctx, after, d)
+					}
+					calls++
+				}
+			}
+		}
+	}
+	t.Logf("%d calls on kernels %v", calls, simdKernels())
+}

@@ -174,55 +174,84 @@ func flaggedCall(k kernelID, n *Norm, f format, x, res []float32, residual, inPl
 }
 
 // TestBF16FlaggedLayouts is TestBF16FlaggedLanes' check in the layouts a call can have around the
-// flagged row: nine rows, the lane in the sixth (the second of two groups of four when rows of
-// 513-1024 go four at a time, withLongGroups, and one at a time otherwise), back to back, strided
-// (Stride, which gives float32 rows the loops that prefetch), with a DstStride of their own, and
-// split between two goroutines (Workers).
+// flagged row: nine rows, the subnormal lane in the sixth (the second of two groups of four when
+// rows of 513-1024 go four at a time, withLongGroups, and one at a time otherwise; a NaN weight or
+// bias is every row's), back to back, strided (Stride, which gives float32 rows the loops that
+// prefetch), with a DstStride of their own, and split between two goroutines (Workers), in every
+// weight form and LayerNorm's bias.
 func TestBF16FlaggedLayouts(t *testing.T) {
 	logBF16Paths(t)
 	splitAll(t)
-	const rows, flagged = 9, 5
+	const rows, flagged, q = 9, 5, 33
 	type layout struct {
 		name              string
 		gap, dstGap, work int
 	}
 	layouts := []layout{{"packed", 0, 0, 1}, {"strided", 32, 32, 1}, {"DstStride", 0, 64, 1}, {"Workers", 0, 0, 2}}
+	type form struct {
+		name string
+		mode weightMode
+		bias bool
+	}
+	forms := []form{{"weight", weighted, false}, {"1+weight", offset, false}, {"no weight", unweighted, false}, {"LayerNorm bias", weighted, true}}
 	calls := 0
 	for _, d := range []int{640, 1024} {
 		for _, lo := range layouts {
-			for _, nan := range []bool{false, true} {
-				for _, f := range []format{formatBF16, formatToBF16} {
-					for _, rn := range []bool{false, true} {
-						stride, dstStride := d+lo.gap, d+lo.dstGap
-						x, _, w, _ := normalInputs(seedFor(d, lo.gap, lo.dstGap), rows, stride)
-						w = w[:d]
-						for i := range x {
-							x[i] *= 0x1p50 // inv about 2^-50, as in TestBF16FlaggedLanes
-						}
-						x = x[:(rows-1)*stride+d]
-						p := flagged*stride + 33
-						if nan {
-							w[33] = math.Float32frombits(0x7fc12345) // every row's lane
-						} else {
-							x[p], w[33] = 0x1p-60, 0x1p-18 // y about 2^-128 in the sixth row
-						}
-						n := Norm{Weight: w, Eps: 1e-6, RoundNormalized: rn, Workers: lo.work}
-						run := func(k kernelID) []uint16 {
-							dst := make([]uint16, (rows-1)*dstStride+d)
-							if f == formatToBF16 {
-								applyKernel(k, &n, f, &rowsOf[uint16, float32]{Dst: dst, X: x, N: rows, Stride: stride, DstStride: dstStride})
-							} else {
-								applyKernel(k, &n, f, &rowsOf[uint16, uint16]{Dst: dst, X: narrowAll(x, formatBF16), N: rows, Stride: stride, DstStride: dstStride})
+			for _, fm := range forms {
+				for _, nan := range []bool{false, true} {
+					if nan && fm.mode == unweighted {
+						continue // a NaN row goes to the float64 path
+					}
+					for _, f := range []format{formatBF16, formatToBF16} {
+						for _, rn := range []bool{false, true} {
+							if rn && fm.mode == unweighted {
+								continue
 							}
-							return dst
-						}
-						want := run(kernelGeneric)
-						for _, k := range testKernels() {
-							bothLongGroups(func() {
-								ctx := fmt.Sprintf("%s d=%d %s nan=%v %s rn=%v groups=%v", k, d, lo.name, nan, applyNamesOf[f].fn, rn, avx512LongGroups)
-								check16Exact(t, ctx, run(k), want)
-								calls++
-							})
+							stride, dstStride := d+lo.gap, d+lo.dstGap
+							x, _, w, b := normalInputs(seedFor(d, lo.gap, lo.dstGap), rows, stride)
+							w, b = w[:d], b[:d]
+							for i := range x {
+								x[i] *= 0x1p50 // inv about 2^-50, as in TestBF16FlaggedLanes
+							}
+							x = x[:(rows-1)*stride+d]
+							p := flagged*stride + q
+							switch {
+							case nan && fm.bias:
+								b[q] = math.Float32frombits(0xffc12345)
+							case nan:
+								w[q] = math.Float32frombits(0x7fc12345)
+							case fm.mode == unweighted:
+								x[p] = 0x1p-80 // x*inv about 2^-130
+							default:
+								x[p], w[q], b[q] = 0x1p-60, 0x1p-18, 0 // y about 2^-128
+								if fm.mode == offset {
+									w[q] = -1 + 0x1p-18
+								}
+							}
+							n := Norm{Weight: w, Eps: 1e-6, UnitOffset: fm.mode == offset, RoundNormalized: rn, Workers: lo.work}
+							if fm.mode == unweighted {
+								n = Norm{Dim: d, Eps: 1e-6, Workers: lo.work}
+							}
+							if fm.bias {
+								n.Bias = b
+							}
+							run := func(k kernelID) []uint16 {
+								dst := make([]uint16, (rows-1)*dstStride+d)
+								if f == formatToBF16 {
+									applyKernel(k, &n, f, &rowsOf[uint16, float32]{Dst: dst, X: x, N: rows, Stride: stride, DstStride: dstStride})
+								} else {
+									applyKernel(k, &n, f, &rowsOf[uint16, uint16]{Dst: dst, X: narrowAll(x, formatBF16), N: rows, Stride: stride, DstStride: dstStride})
+								}
+								return dst
+							}
+							want := run(kernelGeneric)
+							for _, k := range testKernels() {
+								bothLongGroups(func() {
+									ctx := fmt.Sprintf("%s d=%d %s %s nan=%v %s rn=%v groups=%v", k, d, lo.name, fm.name, nan, applyNamesOf[f].fn, rn, avx512LongGroups)
+									check16Exact(t, ctx, run(k), want)
+									calls++
+								})
+							}
 						}
 					}
 				}

@@ -55505,16 +55505,22 @@ rowsset:
 	MOVL         $0xaaaaaaaa, R8
 	KMOVD        R8, K1
 
-	// MXCSR's invalid and denormal flags cleared for the rows that read them (bf16flags.go).
+	// The loops that read MXCSR's invalid and denormal flags: long rows, those exceptions masked (bf16flags.go).
+	MOVL    $0x00000000, 380(SP)
 	CMPQ    job_d+0(AX), $0x00000200
-	JBE     mxclear
+	JBE     mxdone
 	STMXCSR 376(SP)
+	MOVL    376(SP), R8
+	ANDL    $0x00000180, R8
+	CMPL    R8, $0x00000180
+	JNE     mxdone
+	MOVL    $0x00000001, 380(SP)
 	TESTL   $0x00000003, 376(SP)
-	JZ      mxclear
+	JZ      mxdone
 	ANDL    $0xfffffffc, 376(SP)
 	LDMXCSR 376(SP)
 
-mxclear:
+mxdone:
 	// fd = float32(d); rd = 1/d when d is a power of two (a/d is then a*rd exactly), else 0.
 	MOVQ       job_d+0(AX), R8
 	VMOVSS     one<>+0(SB), X5
@@ -56300,8 +56306,8 @@ longrows32:
 	MOVL     job_flags+0(AX), R11
 	TESTL    $0x00000001, R11
 	JNZ      scalent
-	CMPQ     job_d+0(AX), $0x00000200
-	JBE      scalechecked
+	CMPL     380(SP), $0x00
+	JE       scalechecked
 	CMPQ     DX, CX
 	JE       scalechecked
 	TESTQ    SI, SI
@@ -57416,16 +57422,22 @@ rowsset:
 	MOVL         $0xaaaaaaaa, R8
 	KMOVD        R8, K1
 
-	// MXCSR's invalid and denormal flags cleared for the rows that read them (bf16flags.go).
+	// The loops that read MXCSR's invalid and denormal flags: long rows, those exceptions masked (bf16flags.go).
+	MOVL    $0x00000000, 380(SP)
 	CMPQ    job_d+0(AX), $0x00000200
-	JBE     mxclear
+	JBE     mxdone
 	STMXCSR 376(SP)
+	MOVL    376(SP), R8
+	ANDL    $0x00000180, R8
+	CMPL    R8, $0x00000180
+	JNE     mxdone
+	MOVL    $0x00000001, 380(SP)
 	TESTL   $0x00000003, 376(SP)
-	JZ      mxclear
+	JZ      mxdone
 	ANDL    $0xfffffffc, 376(SP)
 	LDMXCSR 376(SP)
 
-mxclear:
+mxdone:
 	// fd = float32(d); rd = 1/d when d is a power of two (a/d is then a*rd exactly), else 0.
 	MOVQ       job_d+0(AX), R8
 	VMOVSS     one<>+0(SB), X5
@@ -57852,8 +57864,8 @@ scalebody:
 	JNZ   scalent
 	TESTL $0x00000002, job_flags+0(AX)
 	JNZ   scalepf
-	CMPQ  job_d+0(AX), $0x00000200
-	JBE   scalechecked
+	CMPL  380(SP), $0x00
+	JE    scalechecked
 	CMPQ  DX, CX
 	JE    scalechecked
 	TESTQ SI, SI
@@ -58117,8 +58129,8 @@ scalepf:
 
 longrows30:
 	ADDQ  DX, R10
-	CMPQ  job_d+0(AX), $0x00000200
-	JBE   scalepfchecked
+	CMPL  380(SP), $0x00
+	JE    scalepfchecked
 	CMPQ  DX, CX
 	JE    scalepfchecked
 	TESTQ SI, SI
@@ -59618,16 +59630,22 @@ rowsset:
 	MOVL         $0xaaaaaaaa, R8
 	KMOVD        R8, K1
 
-	// MXCSR's invalid and denormal flags cleared for the rows that read them (bf16flags.go).
+	// The loops that read MXCSR's invalid and denormal flags: long rows, those exceptions masked (bf16flags.go).
+	MOVL    $0x00000000, 444(SP)
 	CMPQ    job_d+0(AX), $0x00000200
-	JBE     mxclear
+	JBE     mxdone
 	STMXCSR 440(SP)
+	MOVL    440(SP), R8
+	ANDL    $0x00000180, R8
+	CMPL    R8, $0x00000180
+	JNE     mxdone
+	MOVL    $0x00000001, 444(SP)
 	TESTL   $0x00000003, 440(SP)
-	JZ      mxclear
+	JZ      mxdone
 	ANDL    $0xfffffffc, 440(SP)
 	LDMXCSR 440(SP)
 
-mxclear:
+mxdone:
 	// fd = float32(d); rd = 1/d when d is a power of two (a/d is then a*rd exactly), else 0.
 	MOVQ       job_d+0(AX), R8
 	VMOVSS     one<>+0(SB), X5
@@ -60728,8 +60746,8 @@ longrows37:
 	MOVL  job_flags+0(AX), R11
 	TESTL $0x00000001, R11
 	JNZ   scalent
-	CMPQ  job_d+0(AX), $0x00000200
-	JBE   scalechecked
+	CMPL  444(SP), $0x00
+	JE    scalechecked
 	CMPQ  DX, CX
 	JE    scalechecked
 	TESTQ SI, SI
@@ -61896,16 +61914,22 @@ rowsset:
 	MOVL         $0xaaaaaaaa, R8
 	KMOVD        R8, K1
 
-	// MXCSR's invalid and denormal flags cleared for the rows that read them (bf16flags.go).
+	// The loops that read MXCSR's invalid and denormal flags: long rows, those exceptions masked (bf16flags.go).
+	MOVL    $0x00000000, 444(SP)
 	CMPQ    job_d+0(AX), $0x00000200
-	JBE     mxclear
+	JBE     mxdone
 	STMXCSR 440(SP)
+	MOVL    440(SP), R8
+	ANDL    $0x00000180, R8
+	CMPL    R8, $0x00000180
+	JNE     mxdone
+	MOVL    $0x00000001, 444(SP)
 	TESTL   $0x00000003, 440(SP)
-	JZ      mxclear
+	JZ      mxdone
 	ANDL    $0xfffffffc, 440(SP)
 	LDMXCSR 440(SP)
 
-mxclear:
+mxdone:
 	// fd = float32(d); rd = 1/d when d is a power of two (a/d is then a*rd exactly), else 0.
 	MOVQ       job_d+0(AX), R8
 	VMOVSS     one<>+0(SB), X5
@@ -62554,8 +62578,8 @@ scalebody:
 	JNZ   scalent
 	TESTL $0x00000002, job_flags+0(AX)
 	JNZ   scalepf
-	CMPQ  job_d+0(AX), $0x00000200
-	JBE   scalechecked
+	CMPL  444(SP), $0x00
+	JE    scalechecked
 	CMPQ  DX, CX
 	JE    scalechecked
 	TESTQ SI, SI
@@ -62921,8 +62945,8 @@ scalepf:
 
 longrows41:
 	ADDQ  DX, R10
-	CMPQ  job_d+0(AX), $0x00000200
-	JBE   scalepfchecked
+	CMPL  444(SP), $0x00
+	JE    scalepfchecked
 	CMPQ  DX, CX
 	JE    scalepfchecked
 	TESTQ SI, SI

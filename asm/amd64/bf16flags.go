@@ -16,10 +16,10 @@ import (
 // Rows whose output does not overwrite what the scale pass reads (x, or h in Residual with a
 // residual) take loops without it. Each pair of vectors goes through one VMAXPS instead, whose
 // result is not used: under the MXCSR Go sets (every exception masked, DAZ and FTZ clear, round
-// to nearest, which the kernels assume as Go code does: a C caller that changes it restores it
-// before Go runs), VMAXPS sets MXCSR's invalid-operation flag (IE) when a lane is a NaN, quiet or
-// signalling, and its denormal flag (DE) when a lane is subnormal (Intel's SDM and AMD's manual
-// both list a quiet NaN operand as invalid for MAXPS). VMAXPS runs on the pipes that add,
+// to nearest; the kernels assume the last three as Go code does, and clearFlags checks the first
+// for the two exceptions below), VMAXPS sets MXCSR's invalid-operation flag (IE) when a lane is a
+// NaN, quiet or signalling, and its denormal flag (DE) when a lane is subnormal (Intel's SDM and
+// AMD's manual both list a quiet NaN operand as invalid for MAXPS). VMAXPS runs on the pipes that add,
 // beside the multiplies. After the row's unrolled loop one STMXCSR reads the two flags; when
 // either is set the row's loop runs again from its start with the classification, the output
 // written so far overwritten (the flags cleared first). The rest of the row (the tail) is
@@ -29,11 +29,12 @@ import (
 // whatever the flags say.
 //
 // The flags are sticky and shared by everything that runs on the thread, so the function clears
-// them on the way in when they are set (one STMXCSR per call, LDMXCSR only then) and after a
-// flagged row: flags raised before the call are lost (the classified redo may raise DE again).
-// Go has no access to MXCSR's flags, and its goroutines share a thread's MXCSR without saving
-// it, so no Go code can rely on them; C code on the same thread that tests flags it raised
-// before calling into Go sees them cleared. The signal handlers of the runtime return through
+// them on the way in when they are set (one STMXCSR per call, LDMXCSR only then), in every call
+// whose rows are longer than spec.GroupMax (those in place or streamed too), and after a flagged
+// row: flags raised on the thread before such a call are lost, though the call's own arithmetic
+// (a redo, a subnormal x) may raise them again. Go has no access to MXCSR's flags, and its
+// goroutines share a thread's MXCSR without saving it, so no Go code can rely on them; C code
+// on the same thread that tests flags it raised before calling into Go may find them cleared. The signal handlers of the runtime return through
 // the kernel's restore of the interrupted MXCSR, and the functions are not preempted
 // asynchronously (assembly has no safe points), so nothing else reaches the flags between the
 // loop and its STMXCSR.
@@ -57,8 +58,12 @@ import (
 // 403-404 ns, 16x4096 401-412 -> 382-393, 1x1024 the same; its scale pass subtracts the mean and
 // adds the bias on the adder pipes, where VMAXPS and VCVTNE2PS2BF16 run too.
 
-// mxFlags are MXCSR's invalid-operation (bit 0) and denormal (bit 1) flags.
-const mxFlags = 0b11
+// mxFlags are MXCSR's invalid-operation (bit 0) and denormal (bit 1) flags, mxMasks the masks of
+// those exceptions (bits 7 and 8).
+const (
+	mxFlags = 0b11
+	mxMasks = 0b11 << 7
+)
 
 // flagsChecked reports whether the function's scale pass has the loops above: the avx512bf16
 // functions whose output is bfloat16.
@@ -66,24 +71,35 @@ func (g *gen) flagsChecked() bool {
 	return g.cvt && g.out() == spec.BF16
 }
 
-// clearFlags clears MXCSR's flags of mxFlags when they are set and the rows are long enough for
-// fastLoops (prologue).
+// clearFlags, in the prologue, decides whether the call's rows may take fastLoops, in the word
+// after MXCSR's in g.mx (1 if so): rows longer than spec.GroupMax, and MXCSR's invalid-operation
+// and denormal exceptions masked (bits 7 and 8), as Go leaves them. C code in the process may
+// unmask them (feenableexcept); VMAXPS would then trap on a NaN or subnormal lane, which the
+// classified loops narrow without a trap. Then it clears the flags of mxFlags when they are set.
 func (g *gen) clearFlags() {
 	if !g.flagsChecked() {
 		return
 	}
-	Comment("MXCSR's invalid and denormal flags cleared for the rows that read them (bf16flags.go).")
+	Comment("The loops that read MXCSR's invalid and denormal flags: long rows, those exceptions masked (bf16flags.go).")
+	on := g.mx.Offset(4)
+	MOVL(U32(0), on)
 	CMPQ(g.d(), U32(spec.GroupMax))
-	JBE(LabelRef("mxclear"))
+	JBE(LabelRef("mxdone"))
 	STMXCSR(g.mx)
+	masks := GP32()
+	MOVL(g.mx, masks)
+	ANDL(U32(mxMasks), masks)
+	CMPL(masks, U32(mxMasks))
+	JNE(LabelRef("mxdone"))
+	MOVL(U32(1), on)
 	TESTL(U32(mxFlags), g.mx)
-	JZ(LabelRef("mxclear"))
+	JZ(LabelRef("mxdone"))
 	ANDL(U32(^uint32(mxFlags)), g.mx)
 	LDMXCSR(g.mx)
-	Label("mxclear")
+	Label("mxdone")
 }
 
-// fastLoops emits, for rows longer than spec.GroupMax, the scale loops of a row without the
+// fastLoops emits, for the calls clearFlags allows, the scale loops of a row without the
 // classification (g.fast) under the names scalefast+tag+loop..., each form's chosen by forms
 // (see scale), and the check of MXCSR's flags after them, which goes on to the row's tail or back
 // through scale+tag+checked, where the caller emits the classified loops, with i = 0. tag is ""
@@ -94,8 +110,8 @@ func (g *gen) fastLoops(tag string, src, i, pf, fl GPVirtual, forms func(name st
 		return
 	}
 	checked, done := "scale"+tag+"checked", "scalefast"+tag+"done"
-	CMPQ(g.d(), U32(spec.GroupMax))
-	JBE(LabelRef(checked))
+	CMPL(g.mx.Offset(4), U8(0))
+	JE(LabelRef(checked))
 	CMPQ(src, g.dst)
 	JE(LabelRef(checked)) // in place
 	g.fast, g.tail = true, done

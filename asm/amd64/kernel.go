@@ -289,7 +289,7 @@ func (g *gen) locals() {
 		g.xrRow = AllocLocal(8)
 	}
 	if g.flagsChecked() {
-		g.mx = AllocLocal(8) // MXCSR in the low 4 bytes; 8 keep the frame a multiple of 8
+		g.mx = AllocLocal(8) // MXCSR, then whether the call's rows take fastLoops (clearFlags)
 	}
 	g.fd, g.rd = AllocLocal(4), AllocLocal(4)
 }

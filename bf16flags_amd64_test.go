@@ -46,19 +46,12 @@ func TestBF16FlagsSetBefore(t *testing.T) {
 					n.Bias = b
 				}
 				want, _ := flaggedCall(kernelGeneric, &n, f, x, nil, false, false)
+				x16 := narrowAll(x, formatBF16)
 				for _, k := range simdKernels() {
 					dst := make([]uint16, rows*d)
-					x16, x32 := narrowAll(x, formatBF16), slices.Clone(x)
-					call := func() {
-						if f == formatToBF16 {
-							applyKernel(k, &n, f, &rowsOf[uint16, float32]{Dst: dst, X: x32})
-						} else {
-							applyKernel(k, &n, f, &rowsOf[uint16, uint16]{Dst: dst, X: x16})
-						}
-					}
 					ctx := fmt.Sprintf("%s %s bias=%v %s", k, applyNamesOf[f].fn, bias, ln.name)
 					mxcsr.Set(mxcsr.Default | mxcsr.Invalid | mxcsr.Denormal)
-					call()
+					bf16Out(k, &n, f, dst, x, x16, 0, 0, 0)
 					after := mxcsr.Get()
 					mxcsr.Set(old)
 					check16Exact(t, ctx, dst, want)
@@ -100,15 +93,11 @@ func TestBF16ExceptionsUnmasked(t *testing.T) {
 		n := Norm{Weight: w, Eps: 1e-6}
 		for _, f := range []format{formatBF16, formatToBF16} {
 			want, _ := flaggedCall(kernelGeneric, &n, f, x, nil, false, false)
+			x16 := narrowAll(x, formatBF16)
 			for _, m := range []uint32{mxcsr.InvalidMask, mxcsr.DenormalMask} {
 				dst := make([]uint16, rows*d)
-				x16, x32 := narrowAll(x, formatBF16), slices.Clone(x)
 				mxcsr.Set(mxcsr.Default &^ m)
-				if f == formatToBF16 {
-					applyKernel(kernelAVX512BF16, &n, f, &rowsOf[uint16, float32]{Dst: dst, X: x32})
-				} else {
-					applyKernel(kernelAVX512BF16, &n, f, &rowsOf[uint16, uint16]{Dst: dst, X: x16})
-				}
+				bf16Out(kernelAVX512BF16, &n, f, dst, x, x16, 0, 0, 0)
 				mxcsr.Set(old)
 				check16Exact(t, fmt.Sprintf("%s %s MXCSR %#x", lane, applyNamesOf[f].fn, mxcsr.Default&^m), dst, want)
 				calls++

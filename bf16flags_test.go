@@ -173,6 +173,17 @@ func flaggedCall(k kernelID, n *Norm, f format, x, res []float32, residual, inPl
 	return dst, h
 }
 
+// bf16Out normalizes rows into the bfloat16 rows of dst out of place with kernel k: the float32
+// rows x32 for formatToBF16, the bfloat16 rows x16 for formatBF16; rows, stride and dstStride as
+// in rowsOf (zero: back to back).
+func bf16Out(k kernelID, n *Norm, f format, dst []uint16, x32 []float32, x16 []uint16, rows, stride, dstStride int) {
+	if f == formatToBF16 {
+		applyKernel(k, n, f, &rowsOf[uint16, float32]{Dst: dst, X: x32, N: rows, Stride: stride, DstStride: dstStride})
+		return
+	}
+	applyKernel(k, n, f, &rowsOf[uint16, uint16]{Dst: dst, X: x16, N: rows, Stride: stride, DstStride: dstStride})
+}
+
 // TestBF16FlaggedLayouts is TestBF16FlaggedLanes' check in the layouts a call can have around the
 // flagged row: nine rows, the subnormal lane in the sixth (the second of two groups of four when
 // rows of 513-1024 go four at a time, withLongGroups, and one at a time otherwise; a NaN weight or
@@ -235,13 +246,10 @@ func TestBF16FlaggedLayouts(t *testing.T) {
 							if fm.bias {
 								n.Bias = b
 							}
+							x16 := narrowAll(x, formatBF16)
 							run := func(k kernelID) []uint16 {
 								dst := make([]uint16, (rows-1)*dstStride+d)
-								if f == formatToBF16 {
-									applyKernel(k, &n, f, &rowsOf[uint16, float32]{Dst: dst, X: x, N: rows, Stride: stride, DstStride: dstStride})
-								} else {
-									applyKernel(k, &n, f, &rowsOf[uint16, uint16]{Dst: dst, X: narrowAll(x, formatBF16), N: rows, Stride: stride, DstStride: dstStride})
-								}
+								bf16Out(k, &n, f, dst, x, x16, rows, stride, dstStride)
 								return dst
 							}
 							want := run(kernelGeneric)

@@ -165,10 +165,7 @@ func (g *gen) packCvt(a, b VecVirtual) VecVirtual {
 // words repeat them).
 func (g *gen) narrowCvt(v VecVirtual) VecVirtual {
 	if g.fast {
-		raiseFlags(v, v)
-		t := ZMM()
-		vcvtne2ps2bf16(v, v, t)
-		return t
+		return g.packCvt(v, v) // the same words in both halves
 	}
 	k := K()
 	VFPCLASSPSZ(U8(classFix), v, k)

@@ -12,6 +12,13 @@ import (
 	"github.com/gosimd/rmsnorm/internal/mxcsr"
 )
 
+// flagsCases are the rows of the tests below: 1024, which takes the loops that read MXCSR's flags
+// with any weight form, and 384 with RoundNormalized, which takes them only so (rnFlagsAbove).
+var flagsCases = []struct {
+	d  int
+	rn bool
+}{{1024, false}, {384, true}}
+
 // The loops that read MXCSR's flags (asm/amd64/bf16flags.go) with the invalid and denormal flags
 // already set on the thread when the call comes, as earlier arithmetic (C code in the same
 // process, or Go code on a subnormal) leaves them: every kernel gives generic's bits, and the
@@ -24,7 +31,7 @@ func TestBF16FlagsSetBefore(t *testing.T) {
 	defer runtime.UnlockOSThread()
 	old := mxcsr.Get()
 	defer mxcsr.Set(old)
-	const d, rows = 1024, 3
+	const rows = 3
 	type lane struct {
 		name string
 		set  func(x, w, b []float32, p int)
@@ -36,29 +43,32 @@ func TestBF16FlagsSetBefore(t *testing.T) {
 		{"quiet NaN bias", func(x, w, b []float32, p int) { b[p] = math.Float32frombits(0x7fc12345) }},
 	}
 	calls := 0
-	for _, ln := range lanes {
-		for _, f := range []format{formatBF16, formatToBF16} {
-			for _, bias := range []bool{false, true} {
-				x, _, w, b := normalInputs(seedFor(d, int(f)), rows, d)
-				ln.set(x[d:2*d], w, b, 100)
-				n := Norm{Weight: w, Eps: 1e-6}
-				if bias {
-					n.Bias = b
-				}
-				want, _ := flaggedCall(kernelGeneric, &n, f, x, nil, false, false)
-				x16 := narrowAll(x, formatBF16)
-				for _, k := range simdKernels() {
-					dst := make([]uint16, rows*d)
-					ctx := fmt.Sprintf("%s %s bias=%v %s", k, applyNamesOf[f].fn, bias, ln.name)
-					mxcsr.Set(mxcsr.Default | mxcsr.Invalid | mxcsr.Denormal)
-					bf16Out(k, &n, f, dst, x, x16, 0, 0, 0)
-					after := mxcsr.Get()
-					mxcsr.Set(old)
-					check16Exact(t, ctx, dst, want)
-					if k == kernelAVX512BF16 && ln.name == "none" && after&(mxcsr.Invalid|mxcsr.Denormal) != 0 {
-						t.Errorf("%s: MXCSR %#x after a call on ordinary rows of %d entered with the invalid and denormal flags set: not cleared", ctx, after, d)
+	for _, c := range flagsCases {
+		d := c.d
+		for _, ln := range lanes {
+			for _, f := range []format{formatBF16, formatToBF16} {
+				for _, bias := range []bool{false, true} {
+					x, _, w, b := normalInputs(seedFor(d, int(f)), rows, d)
+					ln.set(x[d:2*d], w, b, 100)
+					n := Norm{Weight: w, Eps: 1e-6, RoundNormalized: c.rn}
+					if bias {
+						n.Bias = b
 					}
-					calls++
+					want, _ := flaggedCall(kernelGeneric, &n, f, x, nil, false, false)
+					x16 := narrowAll(x, formatBF16)
+					for _, k := range simdKernels() {
+						dst := make([]uint16, rows*d)
+						ctx := fmt.Sprintf("%s d=%d rn=%v %s bias=%v %s", k, d, c.rn, applyNamesOf[f].fn, bias, ln.name)
+						mxcsr.Set(mxcsr.Default | mxcsr.Invalid | mxcsr.Denormal)
+						bf16Out(k, &n, f, dst, x, x16, 0, 0, 0)
+						after := mxcsr.Get()
+						mxcsr.Set(old)
+						check16Exact(t, ctx, dst, want)
+						if k == kernelAVX512BF16 && ln.name == "none" && after&(mxcsr.Invalid|mxcsr.Denormal) != 0 {
+							t.Errorf("%s: MXCSR %#x after a call on ordinary rows of %d entered with the invalid and denormal flags set: not cleared", ctx, after, d)
+						}
+						calls++
+					}
 				}
 			}
 		}
@@ -81,26 +91,29 @@ func TestBF16ExceptionsUnmasked(t *testing.T) {
 	defer runtime.UnlockOSThread()
 	old := mxcsr.Get()
 	defer mxcsr.Set(old)
-	const d, rows = 1024, 3
+	const rows = 3
 	calls := 0
-	for _, lane := range []string{"subnormal y", "quiet NaN weight"} {
-		x, _, w, _ := normalInputs(seedFor(d, 7), rows, d)
-		if lane == "subnormal y" {
-			x[d+100], w[100] = 0x1p-110, 0x1p-18 // y about 2^-128 from normal operands
-		} else {
-			w[100] = math.Float32frombits(0xffc00000)
-		}
-		n := Norm{Weight: w, Eps: 1e-6}
-		for _, f := range []format{formatBF16, formatToBF16} {
-			want, _ := flaggedCall(kernelGeneric, &n, f, x, nil, false, false)
-			x16 := narrowAll(x, formatBF16)
-			for _, m := range []uint32{mxcsr.InvalidMask, mxcsr.DenormalMask} {
-				dst := make([]uint16, rows*d)
-				mxcsr.Set(mxcsr.Default &^ m)
-				bf16Out(kernelAVX512BF16, &n, f, dst, x, x16, 0, 0, 0)
-				mxcsr.Set(old)
-				check16Exact(t, fmt.Sprintf("%s %s MXCSR %#x", lane, applyNamesOf[f].fn, mxcsr.Default&^m), dst, want)
-				calls++
+	for _, c := range flagsCases {
+		d := c.d
+		for _, lane := range []string{"subnormal y", "quiet NaN weight"} {
+			x, _, w, _ := normalInputs(seedFor(d, 7), rows, d)
+			if lane == "subnormal y" {
+				x[d+100], w[100] = 0x1p-110, 0x1p-18 // y about 2^-128 from normal operands
+			} else {
+				w[100] = math.Float32frombits(0xffc00000)
+			}
+			n := Norm{Weight: w, Eps: 1e-6, RoundNormalized: c.rn}
+			for _, f := range []format{formatBF16, formatToBF16} {
+				want, _ := flaggedCall(kernelGeneric, &n, f, x, nil, false, false)
+				x16 := narrowAll(x, formatBF16)
+				for _, m := range []uint32{mxcsr.InvalidMask, mxcsr.DenormalMask} {
+					dst := make([]uint16, rows*d)
+					mxcsr.Set(mxcsr.Default &^ m)
+					bf16Out(kernelAVX512BF16, &n, f, dst, x, x16, 0, 0, 0)
+					mxcsr.Set(old)
+					check16Exact(t, fmt.Sprintf("d=%d rn=%v %s %s MXCSR %#x", d, c.rn, lane, applyNamesOf[f].fn, mxcsr.Default&^m), dst, want)
+					calls++
+				}
 			}
 		}
 	}

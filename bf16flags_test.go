@@ -7,8 +7,9 @@ import (
 	"testing"
 )
 
-// On a CPU with AVX512_BF16, rows longer than groupMax normalized into bfloat16 where their output
-// does not overwrite what the scale pass reads (out of place, or in place with a residual) take
+// On a CPU with AVX512_BF16, rows longer than groupMax (or than 256 with RoundNormalized)
+// normalized into bfloat16 where their output does not overwrite what the scale pass reads (out of
+// place, or in place with a residual) take
 // scale loops that do not classify each pair of vectors before VCVTNE2PS2BF16: they have VMAXPS
 // raise MXCSR's invalid and denormal flags, read once per row, and a flagged row is redone with
 // the classification (asm/amd64/bf16flags.go). Most lanes the narrowing gets wrong raise a flag in
@@ -76,8 +77,8 @@ func TestBF16FlaggedLanes(t *testing.T) {
 	}
 	calls := 0
 	for _, nm := range []norm{{}, {bias: true}, {center: true}, {center: true, bias: true}} {
-		dims := []int{513, 1000, 1024, 4096}
-		if testing.Short() { // the emulated CPUs of CI, where no kernel has these loops
+		dims := []int{300, 512, 513, 1000, 1024, 4096} // 300 and 512: RoundNormalized's loops only
+		if testing.Short() {                           // the emulated CPUs of CI, where no kernel has these loops
 			dims = []int{1000}
 		}
 		for _, d := range dims {
@@ -186,8 +187,9 @@ func bf16Out(k kernelID, n *Norm, f format, dst []uint16, x32 []float32, x16 []u
 
 // TestBF16FlaggedLayouts is TestBF16FlaggedLanes' check in the layouts a call can have around the
 // flagged row: nine rows, the subnormal lane in the sixth (the second of two groups of four when
-// rows of 513-1024 go four at a time, withLongGroups, and one at a time otherwise; a NaN weight or
-// bias is every row's), back to back, strided (Stride, which gives float32 rows the loops that
+// rows of 513-1024 go four at a time, withLongGroups, and one at a time otherwise; rows of 384, which
+// take the loops with RoundNormalized, always go four at a time; a NaN weight or bias is every
+// row's), back to back, strided (Stride, which gives float32 rows the loops that
 // prefetch), with a DstStride of their own, and split between two goroutines (Workers), in every
 // weight form and LayerNorm's bias.
 func TestBF16FlaggedLayouts(t *testing.T) {
@@ -206,7 +208,7 @@ func TestBF16FlaggedLayouts(t *testing.T) {
 	}
 	forms := []form{{"weight", weighted, false}, {"1+weight", offset, false}, {"no weight", unweighted, false}, {"LayerNorm bias", weighted, true}}
 	calls := 0
-	for _, d := range []int{640, 1024} {
+	for _, d := range []int{384, 640, 1024} {
 		for _, lo := range layouts {
 			for _, fm := range forms {
 				for _, nan := range []bool{false, true} {

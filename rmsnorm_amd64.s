@@ -55505,10 +55505,16 @@ rowsset:
 	MOVL         $0xaaaaaaaa, R8
 	KMOVD        R8, K1
 
-	// The loops that read MXCSR's invalid and denormal flags: long rows, those exceptions masked (bf16flags.go).
-	MOVL    $0x00000000, 380(SP)
-	CMPQ    job_d+0(AX), $0x00000200
-	JBE     mxdone
+	// The loops that read MXCSR's invalid and denormal flags: long rows (or above rnFlagsAbove with flagRN), those exceptions masked (bf16flags.go).
+	MOVL  $0x00000000, 380(SP)
+	CMPQ  job_d+0(AX), $0x00000200
+	JA    mxread
+	CMPQ  job_d+0(AX), $0x00000100
+	JBE   mxdone
+	TESTL $0x00000008, job_flags+0(AX)
+	JZ    mxdone
+
+mxread:
 	STMXCSR 376(SP)
 	MOVL    376(SP), R8
 	ANDL    $0x00000180, R8
@@ -57422,10 +57428,16 @@ rowsset:
 	MOVL         $0xaaaaaaaa, R8
 	KMOVD        R8, K1
 
-	// The loops that read MXCSR's invalid and denormal flags: long rows, those exceptions masked (bf16flags.go).
-	MOVL    $0x00000000, 380(SP)
-	CMPQ    job_d+0(AX), $0x00000200
-	JBE     mxdone
+	// The loops that read MXCSR's invalid and denormal flags: long rows (or above rnFlagsAbove with flagRN), those exceptions masked (bf16flags.go).
+	MOVL  $0x00000000, 380(SP)
+	CMPQ  job_d+0(AX), $0x00000200
+	JA    mxread
+	CMPQ  job_d+0(AX), $0x00000100
+	JBE   mxdone
+	TESTL $0x00000008, job_flags+0(AX)
+	JZ    mxdone
+
+mxread:
 	STMXCSR 376(SP)
 	MOVL    376(SP), R8
 	ANDL    $0x00000180, R8
@@ -59630,10 +59642,16 @@ rowsset:
 	MOVL         $0xaaaaaaaa, R8
 	KMOVD        R8, K1
 
-	// The loops that read MXCSR's invalid and denormal flags: long rows, those exceptions masked (bf16flags.go).
-	MOVL    $0x00000000, 444(SP)
-	CMPQ    job_d+0(AX), $0x00000200
-	JBE     mxdone
+	// The loops that read MXCSR's invalid and denormal flags: long rows (or above rnFlagsAbove with flagRN), those exceptions masked (bf16flags.go).
+	MOVL  $0x00000000, 444(SP)
+	CMPQ  job_d+0(AX), $0x00000200
+	JA    mxread
+	CMPQ  job_d+0(AX), $0x00000100
+	JBE   mxdone
+	TESTL $0x00000008, job_flags+0(AX)
+	JZ    mxdone
+
+mxread:
 	STMXCSR 440(SP)
 	MOVL    440(SP), R8
 	ANDL    $0x00000180, R8
@@ -61914,10 +61932,16 @@ rowsset:
 	MOVL         $0xaaaaaaaa, R8
 	KMOVD        R8, K1
 
-	// The loops that read MXCSR's invalid and denormal flags: long rows, those exceptions masked (bf16flags.go).
-	MOVL    $0x00000000, 444(SP)
-	CMPQ    job_d+0(AX), $0x00000200
-	JBE     mxdone
+	// The loops that read MXCSR's invalid and denormal flags: long rows (or above rnFlagsAbove with flagRN), those exceptions masked (bf16flags.go).
+	MOVL  $0x00000000, 444(SP)
+	CMPQ  job_d+0(AX), $0x00000200
+	JA    mxread
+	CMPQ  job_d+0(AX), $0x00000100
+	JBE   mxdone
+	TESTL $0x00000008, job_flags+0(AX)
+	JZ    mxdone
+
+mxread:
 	STMXCSR 440(SP)
 	MOVL    440(SP), R8
 	ANDL    $0x00000180, R8

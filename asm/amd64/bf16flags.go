@@ -39,10 +39,10 @@ import (
 // functions are not preempted asynchronously (assembly has no safe points), so nothing else reaches
 // the flags between the loop and its STMXCSR.
 //
-// The loops serve rows longer than spec.GroupMax, those grouped four at a time included, and the
-// rows of float32 that prefetch (flagPF: strided rows, say) have their own (tag "pf"; ApplyToBF16
-// on 8 rows of 1024 and of 4096, Stride d+32, in cache: -4.5% and -8.9% against the classified
-// loops, eight alternated runs, benchstat). A row that takes one classified loop from memory
+// The loops serve rows longer than spec.GroupMax, those grouped four at a time included, and rows
+// of 257-512 with RoundNormalized (rnFlagsAbove); the rows of float32 that prefetch (flagPF:
+// strided rows, say) have their own (tag "pf"; ApplyToBF16 on 8 rows of 1024 and of 4096, Stride
+// d+32, in cache: -4.5% and -8.9% against the classified loops, eight alternated runs, benchstat). A row that takes one classified loop from memory
 // (flagNT) keeps it, as does a row normalized in place without a residual (dst being x: its input
 // is gone once the row is written); with a residual the scale pass reads h from Residual, which
 // never overlaps dst, so rows in place take the new loops then. STMXCSR waits for the row's
@@ -70,8 +70,23 @@ func (g *gen) flagsChecked() bool {
 	return g.cvt && g.out() == spec.BF16
 }
 
+// rnFlagsAbove is the row length above which rows with RoundNormalized (spec.FlagRN) take
+// fastLoops too; without it only rows longer than spec.GroupMax do. Rows of up to GroupMax go four
+// at a time, and a STMXCSR after each row holds the next one back: with a plain weight that costs
+// what the check saves (a scratch build that let every row above 256 in: 4x512 and 16x384 +2%,
+// single rows of 320-512 4-10% faster; bench/results/amd-zen5-turin.txt), but a row with
+// RoundNormalized narrows each vector twice (x*inv, then the output), and the loops without the
+// check classify both. Measured on a Zen 5 (rows in cache, out of place, the test binaries of the
+// code without and with this rule alternated eight times, benchstat), with RoundNormalized:
+// Norm.ApplyBF16 16x320 -18.5%, 16x384 -16.0%, 4x512 -16.0%, 16x512 -22.9%; with a residual
+// 16x384 -8.6%, 4x512 -7.9%; LayerNorm (Center, Weight, Bias) 16x384 -10.5%, 4x512 -7.7%;
+// ApplyToBF16 16x384 -19.5%, 4x512 -14.1%; single rows 1x320, 1x384 and rows of 128 and 256
+// within the noise. Without RoundNormalized every shape from 1x128 to 1x1024 within the noise.
+const rnFlagsAbove = 256
+
 // clearFlags, in the prologue, decides whether the call's rows may take fastLoops, in the word
-// after MXCSR's in g.mx (1 if so): rows longer than spec.GroupMax, and MXCSR's invalid-operation
+// after MXCSR's in g.mx (1 if so): rows longer than spec.GroupMax, or than rnFlagsAbove with
+// RoundNormalized, and MXCSR's invalid-operation
 // and denormal exceptions masked (bits 7 and 8), as Go leaves them. C code in the process may
 // unmask them (feenableexcept); VMAXPS would then trap on a NaN or subnormal lane, which the
 // classified loops narrow without a trap. Then it clears the flags of mxFlags when they are set.
@@ -79,11 +94,16 @@ func (g *gen) clearFlags() {
 	if !g.flagsChecked() {
 		return
 	}
-	Comment("The loops that read MXCSR's invalid and denormal flags: long rows, those exceptions masked (bf16flags.go).")
+	Comment("The loops that read MXCSR's invalid and denormal flags: long rows (or above rnFlagsAbove with flagRN), those exceptions masked (bf16flags.go).")
 	on := g.mx.Offset(4)
 	MOVL(U32(0), on)
 	CMPQ(g.d(), U32(spec.GroupMax))
+	JA(LabelRef("mxread"))
+	CMPQ(g.d(), U32(rnFlagsAbove))
 	JBE(LabelRef("mxdone"))
+	TESTL(U32(spec.FlagRN), g.flags())
+	JZ(LabelRef("mxdone"))
+	Label("mxread")
 	STMXCSR(g.mx)
 	masks := GP32()
 	MOVL(g.mx, masks)

@@ -186,81 +186,101 @@ func bf16Out(k kernelID, n *Norm, f format, dst []uint16, x32 []float32, x16 []u
 }
 
 // TestBF16FlaggedLayouts is TestBF16FlaggedLanes' check in the layouts a call can have around the
-// flagged row: nine rows, the subnormal lane in the sixth (the second of two groups of four when
-// rows of 513-1024 go four at a time, withLongGroups, and one at a time otherwise; rows of 384, which
-// take the loops with RoundNormalized, always go four at a time; a NaN weight or bias is every
-// row's), back to back, strided (Stride, which gives float32 rows the loops that
-// prefetch), with a DstStride of their own, and split between two goroutines (Workers), in every
-// weight form and LayerNorm's bias.
+// flagged row: nine rows, rows 0-3 and 4-7 in groups of four and row 8 alone wherever rows go four
+// at a time (rows of up to 512 always; rows of 513-1024 with withLongGroups; LayerNorm's of any
+// length with avx512LayerGroups, forced on and off here), the subnormal lane in row 4, 5, 7 or 8
+// (the first, second and last of a group, and the row alone; a NaN weight or bias, or a weight
+// that makes a centered lane subnormal, is every row's), back to back, strided (Stride, which
+// gives float32 rows the loops that prefetch), with a DstStride of their own, and split between
+// two goroutines (Workers), in every weight form and LayerNorm's (a bias, and Center with it). Rows
+// of 300, 384 and 512 take the loops that read MXCSR's flags only with RoundNormalized.
 func TestBF16FlaggedLayouts(t *testing.T) {
 	logBF16Paths(t)
 	splitAll(t)
-	const rows, flagged, q = 9, 5, 33
+	defer func(from int) { avx512LayerGroups = from }(avx512LayerGroups)
+	const rows, q = 9, 33
 	type layout struct {
 		name              string
 		gap, dstGap, work int
 	}
 	layouts := []layout{{"packed", 0, 0, 1}, {"strided", 32, 32, 1}, {"DstStride", 0, 64, 1}, {"Workers", 0, 0, 2}}
 	type form struct {
-		name string
-		mode weightMode
-		bias bool
+		name         string
+		mode         weightMode
+		bias, center bool
 	}
-	forms := []form{{"weight", weighted, false}, {"1+weight", offset, false}, {"no weight", unweighted, false}, {"LayerNorm bias", weighted, true}}
+	forms := []form{{"weight", weighted, false, false}, {"1+weight", offset, false, false}, {"no weight", unweighted, false, false},
+		{"LayerNorm bias", weighted, true, false}, {"LayerNorm centered", weighted, true, true}}
 	calls := 0
-	for _, d := range []int{384, 640, 1024} {
+	for _, d := range []int{300, 384, 512, 640, 1024} {
 		for _, lo := range layouts {
 			for _, fm := range forms {
-				for _, nan := range []bool{false, true} {
-					if nan && fm.mode == unweighted {
-						continue // a NaN row goes to the float64 path
-					}
-					for _, f := range []format{formatBF16, formatToBF16} {
-						for _, rn := range []bool{false, true} {
-							if rn && fm.mode == unweighted {
-								continue
-							}
-							stride, dstStride := d+lo.gap, d+lo.dstGap
-							x, _, w, b := normalInputs(seedFor(d, lo.gap, lo.dstGap), rows, stride)
-							w, b = w[:d], b[:d]
-							for i := range x {
-								x[i] *= 0x1p50 // inv about 2^-50, as in TestBF16FlaggedLanes
-							}
-							x = x[:(rows-1)*stride+d]
-							p := flagged*stride + q
-							switch {
-							case nan && fm.bias:
-								b[q] = math.Float32frombits(0xffc12345)
-							case nan:
-								w[q] = math.Float32frombits(0x7fc12345)
-							case fm.mode == unweighted:
-								x[p] = 0x1p-80 // x*inv about 2^-130
-							default:
-								x[p], w[q], b[q] = 0x1p-60, 0x1p-18, 0 // y about 2^-128
-								if fm.mode == offset {
-									w[q] = -1 + 0x1p-18
+				layerGroups := []int{0}
+				if fm.bias {
+					layerGroups = []int{1, 0}
+				}
+				for _, flagged := range []int{4, 5, 7, 8} {
+					for _, nan := range []bool{false, true} {
+						if nan && fm.mode == unweighted {
+							continue // a NaN row goes to the float64 path
+						}
+						if fm.center && (nan || flagged != 4) {
+							continue // every row's lane: one call per layout does
+						}
+						for _, f := range []format{formatBF16, formatToBF16} {
+							for _, rn := range []bool{false, true} {
+								if rn && fm.mode == unweighted {
+									continue
 								}
-							}
-							n := Norm{Weight: w, Eps: 1e-6, UnitOffset: fm.mode == offset, RoundNormalized: rn, Workers: lo.work}
-							if fm.mode == unweighted {
-								n = Norm{Dim: d, Eps: 1e-6, Workers: lo.work}
-							}
-							if fm.bias {
-								n.Bias = b
-							}
-							x16 := narrowAll(x, formatBF16)
-							run := func(k kernelID) []uint16 {
-								dst := make([]uint16, (rows-1)*dstStride+d)
-								bf16Out(k, &n, f, dst, x, x16, rows, stride, dstStride)
-								return dst
-							}
-							want := run(kernelGeneric)
-							for _, k := range testKernels() {
-								bothLongGroups(func() {
-									ctx := fmt.Sprintf("%s d=%d %s %s nan=%v %s rn=%v groups=%v", k, d, lo.name, fm.name, nan, applyNamesOf[f].fn, rn, avx512LongGroups)
-									check16Exact(t, ctx, run(k), want)
-									calls++
-								})
+								stride, dstStride := d+lo.gap, d+lo.dstGap
+								x, _, w, b := normalInputs(seedFor(d, lo.gap, lo.dstGap, flagged), rows, stride)
+								w, b = w[:d], b[:d]
+								for i := range x {
+									x[i] *= 0x1p50 // inv about 2^-50, as in TestBF16FlaggedLanes
+								}
+								x = x[:(rows-1)*stride+d]
+								p := flagged*stride + q
+								switch {
+								case nan && fm.bias:
+									b[q] = math.Float32frombits(0xffc12345)
+								case nan:
+									w[q] = math.Float32frombits(0x7fc12345)
+								case fm.center:
+									w[q], b[q] = 0x1p-126, 0 // (x-mean)*inv about 1: y subnormal in every row
+								case fm.mode == unweighted:
+									x[p] = 0x1p-80 // x*inv about 2^-130
+								default:
+									x[p], w[q], b[q] = 0x1p-60, 0x1p-18, 0 // y about 2^-128
+									if fm.mode == offset {
+										w[q] = -1 + 0x1p-18
+									}
+								}
+								n := Norm{Weight: w, Eps: 1e-6, UnitOffset: fm.mode == offset, RoundNormalized: rn, Workers: lo.work}
+								if fm.mode == unweighted {
+									n = Norm{Dim: d, Eps: 1e-6, Workers: lo.work}
+								}
+								if fm.bias {
+									n.Bias = b
+								}
+								n.Center = fm.center
+								x16 := narrowAll(x, formatBF16)
+								run := func(k kernelID) []uint16 {
+									dst := make([]uint16, (rows-1)*dstStride+d)
+									bf16Out(k, &n, f, dst, x, x16, rows, stride, dstStride)
+									return dst
+								}
+								want := run(kernelGeneric)
+								for _, lg := range layerGroups {
+									avx512LayerGroups = lg
+									for _, k := range testKernels() {
+										bothLongGroups(func() {
+											ctx := fmt.Sprintf("%s d=%d %s %s row=%d nan=%v %s rn=%v groups=%v layerGroups=%d",
+												k, d, lo.name, fm.name, flagged, nan, applyNamesOf[f].fn, rn, avx512LongGroups, lg)
+											check16Exact(t, ctx, run(k), want)
+											calls++
+										})
+									}
+								}
 							}
 						}
 					}

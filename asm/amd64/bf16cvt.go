@@ -46,8 +46,9 @@ import (
 // KORTESTW per 64 lanes after KORW of the four classifications 264; no per-vector test at all,
 // VCMPPS or VMAXPS raising MXCSR's invalid and denormal flags instead, read once per row, 228-238
 // at 1x4096 and 2-3% at 1x1024, but a flagged row has to be redone, which a row normalized in
-// place without a residual cannot be: the scale loops of rows longer than spec.GroupMax whose
-// output does not overwrite what they read (x, or h in Residual) take that order since
+// place without a residual cannot be: the scale loops of rows longer than spec.GroupMax (or than
+// 256 with RoundNormalized) whose output does not overwrite what they read (x, or h in Residual)
+// take that order since
 // (bf16flags.go). Why it costs (2026-12-05, the same VM): in a loop of the scale pass's
 // arithmetic alone, four VFPCLASSPS add 0.36-0.47 ns per 64 lanes to the 1.1 of eight VMULPS and
 // two VCVTNE2PS2BF16, where four VADDPS, VMAXPS or VGETEXPPS add under 0.1: the classification

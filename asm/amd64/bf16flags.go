@@ -30,7 +30,8 @@ import (
 //
 // The flags are sticky and shared by everything that runs on the thread, so the function clears
 // them on the way in when they are set (one STMXCSR per call, LDMXCSR only then), in every call
-// whose rows are longer than spec.GroupMax (those in place or streamed too), and after a flagged
+// whose rows are longer than spec.GroupMax, or than rnFlagsAbove with RoundNormalized (those in
+// place or streamed too), and after a flagged
 // row: flags raised on the thread before such a call are lost, though the call's own arithmetic (a
 // redo, a subnormal x) may raise them again. Go has no access to MXCSR's flags, and its goroutines
 // share a thread's MXCSR without saving it, so no Go code can rely on them; C code on the same
@@ -73,15 +74,16 @@ func (g *gen) flagsChecked() bool {
 // rnFlagsAbove is the row length above which rows with RoundNormalized (spec.FlagRN) take
 // fastLoops too; without it only rows longer than spec.GroupMax do. Rows of up to GroupMax go four
 // at a time, and a STMXCSR after each row holds the next one back: with a plain weight that costs
-// what the check saves (a scratch build that let every row above 256 in: 4x512 and 16x384 +2%,
-// single rows of 320-512 4-10% faster; bench/results/amd-zen5-turin.txt), but a row with
-// RoundNormalized narrows each vector twice (x*inv, then the output), and the loops without the
-// check classify both. Measured on a Zen 5 (rows in cache, out of place, the test binaries of the
-// code without and with this rule alternated eight times, benchstat), with RoundNormalized:
-// Norm.ApplyBF16 16x320 -18.5%, 16x384 -16.0%, 4x512 -16.0%, 16x512 -22.9%; with a residual
-// 16x384 -8.6%, 4x512 -7.9%; LayerNorm (Center, Weight, Bias) 16x384 -10.5%, 4x512 -7.7%;
-// ApplyToBF16 16x384 -19.5%, 4x512 -14.1%; single rows 1x320, 1x384 and rows of 128 and 256
-// within the noise. Without RoundNormalized every shape from 1x128 to 1x1024 within the noise.
+// what the check saves (a scratch build that let every row above 256 in: 4x512 and 16x384 +2%;
+// another that let in the calls of one to three such rows: those 3-9% slower, each row waiting
+// for its STMXCSR; bench/results/amd-zen5-turin.txt). A row with RoundNormalized narrows each
+// vector twice (x*inv, then the output), and the loops without the check classify both. Measured
+// on a Zen 5 (rows in cache, out of place, the test binaries of the code without and with this
+// rule alternated eight times, benchstat), with RoundNormalized: Norm.ApplyBF16 16x320 -18.5%,
+// 16x384 -16.0%, 4x512 -16.0%, 16x512 -22.9%; with a residual 16x384 -8.6%, 4x512 -7.9%;
+// LayerNorm (Center, Weight, Bias) 16x384 -10.5%, 4x512 -7.7%; ApplyToBF16 16x384 -19.5%, 4x512
+// -14.1%; single rows 1x320 (+4.5%, p=0.07) and 1x384, and rows of 128 and 256, within the noise.
+// Without RoundNormalized every shape from 1x128 to 1x1024 within the noise.
 const rnFlagsAbove = 256
 
 // clearFlags, in the prologue, decides whether the call's rows may take fastLoops, in the word

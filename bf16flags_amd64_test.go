@@ -12,12 +12,14 @@ import (
 	"github.com/gosimd/rmsnorm/internal/mxcsr"
 )
 
-// flagsCases are the rows of the tests below: 1024, which takes the loops that read MXCSR's flags
-// with any weight form, and 384 with RoundNormalized, which takes them only so (rnFlagsAbove).
+// flagsCases are the calls of the tests below: rows of 1024, which take the loops that read
+// MXCSR's flags with any weight form; rows of 384 with RoundNormalized, which take them alone
+// only so (rnFlagsAbove); and nine rows of 128, two groups of four and a row alone, which take
+// them in groups (checked once per group: groupFlags) and not alone.
 var flagsCases = []struct {
-	d  int
-	rn bool
-}{{1024, false}, {384, true}}
+	d, rows int
+	rn      bool
+}{{1024, 3, false}, {384, 3, true}, {128, 9, false}}
 
 // The loops that read MXCSR's flags (asm/amd64/bf16flags.go) with the invalid and denormal flags
 // already set on the thread when the call comes, as earlier arithmetic (C code in the same
@@ -31,7 +33,6 @@ func TestBF16FlagsSetBefore(t *testing.T) {
 	defer runtime.UnlockOSThread()
 	old := mxcsr.Get()
 	defer mxcsr.Set(old)
-	const rows = 3
 	type lane struct {
 		name string
 		set  func(x, w, b []float32, p int)
@@ -44,7 +45,7 @@ func TestBF16FlagsSetBefore(t *testing.T) {
 	}
 	calls := 0
 	for _, c := range flagsCases {
-		d := c.d
+		d, rows := c.d, c.rows
 		for _, ln := range lanes {
 			for _, f := range []format{formatBF16, formatToBF16} {
 				for _, bias := range []bool{false, true} {
@@ -91,10 +92,9 @@ func TestBF16ExceptionsUnmasked(t *testing.T) {
 	defer runtime.UnlockOSThread()
 	old := mxcsr.Get()
 	defer mxcsr.Set(old)
-	const rows = 3
 	calls := 0
 	for _, c := range flagsCases {
-		d := c.d
+		d, rows := c.d, c.rows
 		for _, lane := range []string{"subnormal y", "quiet NaN weight"} {
 			x, _, w, _ := normalInputs(seedFor(d, 7), rows, d)
 			if lane == "subnormal y" {

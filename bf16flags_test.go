@@ -7,12 +7,12 @@ import (
 	"testing"
 )
 
-// On a CPU with AVX512_BF16, rows longer than groupMax (or than 256 with RoundNormalized)
-// normalized into bfloat16 where their output does not overwrite what the scale pass reads (out of
-// place, or in place with a residual) take
-// scale loops that do not classify each pair of vectors before VCVTNE2PS2BF16: they have VMAXPS
-// raise MXCSR's invalid and denormal flags, read once per row, and a flagged row is redone with
-// the classification (asm/amd64/bf16flags.go). Most lanes the narrowing gets wrong raise a flag in
+// On a CPU with AVX512_BF16, rows longer than groupMax, rows in groups of four, and rows of 257-512
+// alone with RoundNormalized, normalized into bfloat16 where their output does not overwrite what
+// the scale pass reads (out of place, or in place with a residual), take scale loops that do not
+// classify each pair of vectors before VCVTNE2PS2BF16: they have VMAXPS raise MXCSR's invalid and
+// denormal flags, read once per row (once per group for a group's rows of up to 512), and a
+// flagged row is redone with the classification (asm/amd64/bf16flags.go). Most lanes the narrowing gets wrong raise a flag in
 // the multiplies already (a subnormal x, a signalling NaN, Inf*0), so the other tests pass whether
 // or not the check reads the products at all. TestBF16FlaggedLanes makes the lanes that only the
 // check finds: a product that underflows to a subnormal from normal operands, x*inv so (which
@@ -77,7 +77,7 @@ func TestBF16FlaggedLanes(t *testing.T) {
 	}
 	calls := 0
 	for _, nm := range []norm{{}, {bias: true}, {center: true}, {center: true, bias: true}} {
-		dims := []int{300, 512, 513, 1000, 1024, 4096} // 300 and 512: RoundNormalized's loops only
+		dims := []int{300, 512, 513, 1000, 1024, 4096} // 300 and 512, rows alone: RoundNormalized's loops only
 		if testing.Short() {                           // the emulated CPUs of CI, where no kernel has these loops
 			dims = []int{1000}
 		}
@@ -193,9 +193,9 @@ func bf16Out(k kernelID, n *Norm, f format, dst []uint16, x32 []float32, x16 []u
 // that makes a centered lane subnormal, is every row's), back to back, strided (Stride, which
 // gives float32 rows the loops that prefetch), with a DstStride of their own, and split between
 // two goroutines (Workers), in every weight form and LayerNorm's (a bias, and Center with it). Rows
-// of 300, 384 and 512 take the loops that read MXCSR's flags only with RoundNormalized. Under
-// -short (CI's emulated CPUs, whose kernels have none of these loops) rows of 384 and 1024, the
-// lane in row 5 or 8.
+// of up to 512 take the loops that read MXCSR's flags in groups (one check per group, a flagged
+// group redone a row at a time) and, alone, only with RoundNormalized above 256. Under -short
+// (CI's emulated CPUs, whose kernels have none of these loops) rows of 384, the lane in row 5.
 func TestBF16FlaggedLayouts(t *testing.T) {
 	logBF16Paths(t)
 	splitAll(t)
@@ -213,9 +213,9 @@ func TestBF16FlaggedLayouts(t *testing.T) {
 	}
 	forms := []form{{"weight", weighted, false, false}, {"1+weight", offset, false, false}, {"no weight", unweighted, false, false},
 		{"LayerNorm bias", weighted, true, false}, {"LayerNorm centered", weighted, true, true}}
-	dims, flaggedRows := []int{300, 384, 512, 640, 1024}, []int{4, 5, 7, 8}
+	dims, flaggedRows := []int{64, 100, 128, 192, 300, 384, 512, 640, 1024}, []int{4, 5, 7, 8}
 	if testing.Short() { // the emulated CPUs of CI, where no kernel has these loops
-		dims, flaggedRows = []int{384, 1024}, []int{5, 8}
+		dims, flaggedRows = []int{384}, []int{5}
 	}
 	calls := 0
 	for _, d := range dims {

@@ -55505,22 +55505,42 @@ rowsset:
 	MOVL         $0xaaaaaaaa, R8
 	KMOVD        R8, K1
 
-	// The loops that read MXCSR's invalid and denormal flags: long rows (or above rnFlagsAbove with flagRN), those exceptions masked (bf16flags.go).
+	// The loops that read MXCSR's invalid and denormal flags (bf16flags.go): which rows may take them, if those exceptions are masked.
 	MOVL  $0x00000000, 380(SP)
+	MOVL  $0x00000003, R8
 	CMPQ  job_d+0(AX), $0x00000200
 	JA    mxread
+	MOVL  $0x00000000, R8
 	CMPQ  job_d+0(AX), $0x00000100
-	JBE   mxdone
+	JBE   mxgroups
 	TESTL $0x00000008, job_flags+0(AX)
+	JZ    mxgroups
+	MOVL  $0x00000001, R8
+
+mxgroups:
+	CMPQ job_res+0(AX), $0x00
+	JNE  mxany
+	MOVQ job_x+0(AX), R9
+	CMPQ R9, job_dst+0(AX)
+	JE   mxany
+	MOVQ from+8(FP), R9
+	NEGQ R9
+	ADDQ to+16(FP), R9
+	CMPQ R9, $0x04
+	JB   mxany
+	ORL  $0x00000002, R8
+
+mxany:
+	TESTL R8, R8
 	JZ    mxdone
 
 mxread:
 	STMXCSR 376(SP)
-	MOVL    376(SP), R8
-	ANDL    $0x00000180, R8
-	CMPL    R8, $0x00000180
+	MOVL    376(SP), R9
+	ANDL    $0x00000180, R9
+	CMPL    R9, $0x00000180
 	JNE     mxdone
-	MOVL    $0x00000001, 380(SP)
+	MOVL    R8, 380(SP)
 	TESTL   $0x00000003, 376(SP)
 	JZ      mxdone
 	ANDL    $0xfffffffc, 376(SP)
@@ -56308,12 +56328,21 @@ scalebody:
 	SHLQ $0x03, R10
 
 longrows32:
-	ADDQ     DX, R10
-	MOVL     job_flags+0(AX), R11
-	TESTL    $0x00000001, R11
-	JNZ      scalent
-	CMPL     380(SP), $0x00
-	JE       scalechecked
+	ADDQ  DX, R10
+	MOVL  job_flags+0(AX), R11
+	TESTL $0x00000001, R11
+	JNZ   scalent
+	CMPQ  344(SP), $0x01
+	JNE   scalefastgrouped
+	TESTL $0x00000001, 380(SP)
+	JZ    scalechecked
+	JMP   scalefastopen
+
+scalefastgrouped:
+	TESTL $0x00000002, 380(SP)
+	JZ    scalechecked
+
+scalefastopen:
 	CMPQ     DX, CX
 	JE       scalechecked
 	TESTQ    SI, SI
@@ -56477,6 +56506,12 @@ scalefastloopnoweightpf40:
 	JMP        scalefastloopnoweightbody41
 
 scalefastdone:
+	CMPQ 344(SP), $0x01
+	JE   scalefastdonerow
+	CMPQ job_d+0(AX), $0x00000200
+	JBE  scaletail
+
+scalefastdonerow:
 	STMXCSR 376(SP)
 	TESTL   $0x00000003, 376(SP)
 	JZ      scaletail
@@ -56926,16 +56961,42 @@ bf16fixed103:
 	JB        scalentgo
 
 scaled:
-	ADDQ DI, DX
-	ADDQ 328(SP), CX
-	ADDQ DI, BX
-	INCQ 320(SP)
-	MOVQ 352(SP), R8
-	INCQ R8
-	MOVQ R8, 352(SP)
-	CMPQ R8, 344(SP)
-	JB   scalerow
-	JMP  row
+	ADDQ    DI, DX
+	ADDQ    328(SP), CX
+	ADDQ    DI, BX
+	INCQ    320(SP)
+	MOVQ    352(SP), R8
+	INCQ    R8
+	MOVQ    R8, 352(SP)
+	CMPQ    R8, 344(SP)
+	JB      scalerow
+	CMPQ    344(SP), $0x01
+	JE      row
+	CMPQ    job_d+0(AX), $0x00000200
+	JA      row
+	TESTL   $0x00000002, 380(SP)
+	JZ      row
+	TESTL   $0x00000001, job_flags+0(AX)
+	JNZ     row
+	CMPQ    DX, CX
+	JE      row
+	STMXCSR 376(SP)
+	TESTL   $0x00000003, 376(SP)
+	JZ      row
+
+	// A NaN or a subnormal among the group's lanes narrowed, or one before them: its rows again, one at a time.
+	ANDL    $0xfffffffc, 376(SP)
+	LDMXCSR 376(SP)
+	MOVQ    DI, R8
+	SHLQ    $0x02, R8
+	SUBQ    R8, DX
+	SUBQ    R8, BX
+	MOVQ    328(SP), R8
+	SHLQ    $0x02, R8
+	SUBQ    R8, CX
+	SUBQ    $0x04, 320(SP)
+	MOVQ    $0x00000004, 336(SP)
+	JMP     row
 
 ret:
 	TESTL $0x00000001, job_flags+0(AX)
@@ -57428,22 +57489,42 @@ rowsset:
 	MOVL         $0xaaaaaaaa, R8
 	KMOVD        R8, K1
 
-	// The loops that read MXCSR's invalid and denormal flags: long rows (or above rnFlagsAbove with flagRN), those exceptions masked (bf16flags.go).
+	// The loops that read MXCSR's invalid and denormal flags (bf16flags.go): which rows may take them, if those exceptions are masked.
 	MOVL  $0x00000000, 380(SP)
+	MOVL  $0x00000003, R8
 	CMPQ  job_d+0(AX), $0x00000200
 	JA    mxread
+	MOVL  $0x00000000, R8
 	CMPQ  job_d+0(AX), $0x00000100
-	JBE   mxdone
+	JBE   mxgroups
 	TESTL $0x00000008, job_flags+0(AX)
+	JZ    mxgroups
+	MOVL  $0x00000001, R8
+
+mxgroups:
+	CMPQ job_res+0(AX), $0x00
+	JNE  mxany
+	MOVQ job_x+0(AX), R9
+	CMPQ R9, job_dst+0(AX)
+	JE   mxany
+	MOVQ from+8(FP), R9
+	NEGQ R9
+	ADDQ to+16(FP), R9
+	CMPQ R9, $0x04
+	JB   mxany
+	ORL  $0x00000002, R8
+
+mxany:
+	TESTL R8, R8
 	JZ    mxdone
 
 mxread:
 	STMXCSR 376(SP)
-	MOVL    376(SP), R8
-	ANDL    $0x00000180, R8
-	CMPL    R8, $0x00000180
+	MOVL    376(SP), R9
+	ANDL    $0x00000180, R9
+	CMPL    R9, $0x00000180
 	JNE     mxdone
-	MOVL    $0x00000001, 380(SP)
+	MOVL    R8, 380(SP)
 	TESTL   $0x00000003, 376(SP)
 	JZ      mxdone
 	ANDL    $0xfffffffc, 376(SP)
@@ -57876,8 +57957,17 @@ scalebody:
 	JNZ   scalent
 	TESTL $0x00000002, job_flags+0(AX)
 	JNZ   scalepf
-	CMPL  380(SP), $0x00
-	JE    scalechecked
+	CMPQ  344(SP), $0x01
+	JNE   scalefastgrouped
+	TESTL $0x00000001, 380(SP)
+	JZ    scalechecked
+	JMP   scalefastopen
+
+scalefastgrouped:
+	TESTL $0x00000002, 380(SP)
+	JZ    scalechecked
+
+scalefastopen:
 	CMPQ  DX, CX
 	JE    scalechecked
 	TESTQ SI, SI
@@ -57977,6 +58067,12 @@ scalefastloopnoweight:
 	JMP            scalefastloopnoweight
 
 scalefastdone:
+	CMPQ 344(SP), $0x01
+	JE   scalefastdonerow
+	CMPQ job_d+0(AX), $0x00000200
+	JBE  scaletail
+
+scalefastdonerow:
 	STMXCSR 376(SP)
 	TESTL   $0x00000003, 376(SP)
 	JZ      scaletail
@@ -58141,8 +58237,17 @@ scalepf:
 
 longrows30:
 	ADDQ  DX, R10
-	CMPL  380(SP), $0x00
-	JE    scalepfchecked
+	CMPQ  344(SP), $0x01
+	JNE   scalefastpfgrouped
+	TESTL $0x00000001, 380(SP)
+	JZ    scalepfchecked
+	JMP   scalefastpfopen
+
+scalefastpfgrouped:
+	TESTL $0x00000002, 380(SP)
+	JZ    scalepfchecked
+
+scalefastpfopen:
 	CMPQ  DX, CX
 	JE    scalepfchecked
 	TESTQ SI, SI
@@ -58254,6 +58359,12 @@ scalefastpfloopnoweight:
 	JMP            scalefastpfloopnoweight
 
 scalefastpfdone:
+	CMPQ 344(SP), $0x01
+	JE   scalefastpfdonerow
+	CMPQ job_d+0(AX), $0x00000200
+	JBE  scaletail
+
+scalefastpfdonerow:
 	STMXCSR 376(SP)
 	TESTL   $0x00000003, 376(SP)
 	JZ      scaletail
@@ -58892,16 +59003,42 @@ bf16fixed120:
 	JB        scalentgo
 
 scaled:
-	ADDQ DI, DX
-	ADDQ 328(SP), CX
-	ADDQ DI, BX
-	INCQ 320(SP)
-	MOVQ 352(SP), R8
-	INCQ R8
-	MOVQ R8, 352(SP)
-	CMPQ R8, 344(SP)
-	JB   scalerow
-	JMP  row
+	ADDQ    DI, DX
+	ADDQ    328(SP), CX
+	ADDQ    DI, BX
+	INCQ    320(SP)
+	MOVQ    352(SP), R8
+	INCQ    R8
+	MOVQ    R8, 352(SP)
+	CMPQ    R8, 344(SP)
+	JB      scalerow
+	CMPQ    344(SP), $0x01
+	JE      row
+	CMPQ    job_d+0(AX), $0x00000200
+	JA      row
+	TESTL   $0x00000002, 380(SP)
+	JZ      row
+	TESTL   $0x00000001, job_flags+0(AX)
+	JNZ     row
+	CMPQ    DX, CX
+	JE      row
+	STMXCSR 376(SP)
+	TESTL   $0x00000003, 376(SP)
+	JZ      row
+
+	// A NaN or a subnormal among the group's lanes narrowed, or one before them: its rows again, one at a time.
+	ANDL    $0xfffffffc, 376(SP)
+	LDMXCSR 376(SP)
+	MOVQ    DI, R8
+	SHLQ    $0x02, R8
+	SUBQ    R8, DX
+	SUBQ    R8, BX
+	MOVQ    328(SP), R8
+	SHLQ    $0x02, R8
+	SUBQ    R8, CX
+	SUBQ    $0x04, 320(SP)
+	MOVQ    $0x00000004, 336(SP)
+	JMP     row
 
 ret:
 	TESTL $0x00000001, job_flags+0(AX)
@@ -59642,22 +59779,42 @@ rowsset:
 	MOVL         $0xaaaaaaaa, R8
 	KMOVD        R8, K1
 
-	// The loops that read MXCSR's invalid and denormal flags: long rows (or above rnFlagsAbove with flagRN), those exceptions masked (bf16flags.go).
+	// The loops that read MXCSR's invalid and denormal flags (bf16flags.go): which rows may take them, if those exceptions are masked.
 	MOVL  $0x00000000, 444(SP)
+	MOVL  $0x00000003, R8
 	CMPQ  job_d+0(AX), $0x00000200
 	JA    mxread
+	MOVL  $0x00000000, R8
 	CMPQ  job_d+0(AX), $0x00000100
-	JBE   mxdone
+	JBE   mxgroups
 	TESTL $0x00000008, job_flags+0(AX)
+	JZ    mxgroups
+	MOVL  $0x00000001, R8
+
+mxgroups:
+	CMPQ job_res+0(AX), $0x00
+	JNE  mxany
+	MOVQ job_x+0(AX), R9
+	CMPQ R9, job_dst+0(AX)
+	JE   mxany
+	MOVQ from+8(FP), R9
+	NEGQ R9
+	ADDQ to+16(FP), R9
+	CMPQ R9, $0x04
+	JB   mxany
+	ORL  $0x00000002, R8
+
+mxany:
+	TESTL R8, R8
 	JZ    mxdone
 
 mxread:
 	STMXCSR 440(SP)
-	MOVL    440(SP), R8
-	ANDL    $0x00000180, R8
-	CMPL    R8, $0x00000180
+	MOVL    440(SP), R9
+	ANDL    $0x00000180, R9
+	CMPL    R9, $0x00000180
 	JNE     mxdone
-	MOVL    $0x00000001, 444(SP)
+	MOVL    R8, 444(SP)
 	TESTL   $0x00000003, 440(SP)
 	JZ      mxdone
 	ANDL    $0xfffffffc, 440(SP)
@@ -60764,8 +60921,17 @@ longrows37:
 	MOVL  job_flags+0(AX), R11
 	TESTL $0x00000001, R11
 	JNZ   scalent
-	CMPL  444(SP), $0x00
-	JE    scalechecked
+	CMPQ  408(SP), $0x01
+	JNE   scalefastgrouped
+	TESTL $0x00000001, 444(SP)
+	JZ    scalechecked
+	JMP   scalefastopen
+
+scalefastgrouped:
+	TESTL $0x00000002, 444(SP)
+	JZ    scalechecked
+
+scalefastopen:
 	CMPQ  DX, CX
 	JE    scalechecked
 	TESTQ SI, SI
@@ -60943,6 +61109,12 @@ scalefastloopnoweightpf46:
 	JMP        scalefastloopnoweightbody47
 
 scalefastdone:
+	CMPQ 408(SP), $0x01
+	JE   scalefastdonerow
+	CMPQ job_d+0(AX), $0x00000200
+	JBE  scaletail
+
+scalefastdonerow:
 	STMXCSR 440(SP)
 	TESTL   $0x00000003, 440(SP)
 	JZ      scaletail
@@ -61430,16 +61602,42 @@ bf16fixed113:
 	JB        scalentgo
 
 scaled:
-	ADDQ DI, DX
-	ADDQ 392(SP), CX
-	ADDQ DI, BX
-	INCQ 384(SP)
-	MOVQ 416(SP), R8
-	INCQ R8
-	MOVQ R8, 416(SP)
-	CMPQ R8, 408(SP)
-	JB   scalerow
-	JMP  row
+	ADDQ    DI, DX
+	ADDQ    392(SP), CX
+	ADDQ    DI, BX
+	INCQ    384(SP)
+	MOVQ    416(SP), R8
+	INCQ    R8
+	MOVQ    R8, 416(SP)
+	CMPQ    R8, 408(SP)
+	JB      scalerow
+	CMPQ    408(SP), $0x01
+	JE      row
+	CMPQ    job_d+0(AX), $0x00000200
+	JA      row
+	TESTL   $0x00000002, 444(SP)
+	JZ      row
+	TESTL   $0x00000001, job_flags+0(AX)
+	JNZ     row
+	CMPQ    DX, CX
+	JE      row
+	STMXCSR 440(SP)
+	TESTL   $0x00000003, 440(SP)
+	JZ      row
+
+	// A NaN or a subnormal among the group's lanes narrowed, or one before them: its rows again, one at a time.
+	ANDL    $0xfffffffc, 440(SP)
+	LDMXCSR 440(SP)
+	MOVQ    DI, R8
+	SHLQ    $0x02, R8
+	SUBQ    R8, DX
+	SUBQ    R8, BX
+	MOVQ    392(SP), R8
+	SHLQ    $0x02, R8
+	SUBQ    R8, CX
+	SUBQ    $0x04, 384(SP)
+	MOVQ    $0x00000004, 400(SP)
+	JMP     row
 
 ret:
 	TESTL $0x00000001, job_flags+0(AX)
@@ -61932,22 +62130,42 @@ rowsset:
 	MOVL         $0xaaaaaaaa, R8
 	KMOVD        R8, K1
 
-	// The loops that read MXCSR's invalid and denormal flags: long rows (or above rnFlagsAbove with flagRN), those exceptions masked (bf16flags.go).
+	// The loops that read MXCSR's invalid and denormal flags (bf16flags.go): which rows may take them, if those exceptions are masked.
 	MOVL  $0x00000000, 444(SP)
+	MOVL  $0x00000003, R8
 	CMPQ  job_d+0(AX), $0x00000200
 	JA    mxread
+	MOVL  $0x00000000, R8
 	CMPQ  job_d+0(AX), $0x00000100
-	JBE   mxdone
+	JBE   mxgroups
 	TESTL $0x00000008, job_flags+0(AX)
+	JZ    mxgroups
+	MOVL  $0x00000001, R8
+
+mxgroups:
+	CMPQ job_res+0(AX), $0x00
+	JNE  mxany
+	MOVQ job_x+0(AX), R9
+	CMPQ R9, job_dst+0(AX)
+	JE   mxany
+	MOVQ from+8(FP), R9
+	NEGQ R9
+	ADDQ to+16(FP), R9
+	CMPQ R9, $0x04
+	JB   mxany
+	ORL  $0x00000002, R8
+
+mxany:
+	TESTL R8, R8
 	JZ    mxdone
 
 mxread:
 	STMXCSR 440(SP)
-	MOVL    440(SP), R8
-	ANDL    $0x00000180, R8
-	CMPL    R8, $0x00000180
+	MOVL    440(SP), R9
+	ANDL    $0x00000180, R9
+	CMPL    R9, $0x00000180
 	JNE     mxdone
-	MOVL    $0x00000001, 444(SP)
+	MOVL    R8, 444(SP)
 	TESTL   $0x00000003, 440(SP)
 	JZ      mxdone
 	ANDL    $0xfffffffc, 440(SP)
@@ -62602,8 +62820,17 @@ scalebody:
 	JNZ   scalent
 	TESTL $0x00000002, job_flags+0(AX)
 	JNZ   scalepf
-	CMPL  444(SP), $0x00
-	JE    scalechecked
+	CMPQ  408(SP), $0x01
+	JNE   scalefastgrouped
+	TESTL $0x00000001, 444(SP)
+	JZ    scalechecked
+	JMP   scalefastopen
+
+scalefastgrouped:
+	TESTL $0x00000002, 444(SP)
+	JZ    scalechecked
+
+scalefastopen:
 	CMPQ  DX, CX
 	JE    scalechecked
 	TESTQ SI, SI
@@ -62754,6 +62981,12 @@ nobias15:
 	JMP            scalefastloopnoweight
 
 scalefastdone:
+	CMPQ 408(SP), $0x01
+	JE   scalefastdonerow
+	CMPQ job_d+0(AX), $0x00000200
+	JBE  scaletail
+
+scalefastdonerow:
 	STMXCSR 440(SP)
 	TESTL   $0x00000003, 440(SP)
 	JZ      scaletail
@@ -62969,8 +63202,17 @@ scalepf:
 
 longrows41:
 	ADDQ  DX, R10
-	CMPL  444(SP), $0x00
-	JE    scalepfchecked
+	CMPQ  408(SP), $0x01
+	JNE   scalefastpfgrouped
+	TESTL $0x00000001, 444(SP)
+	JZ    scalepfchecked
+	JMP   scalefastpfopen
+
+scalefastpfgrouped:
+	TESTL $0x00000002, 444(SP)
+	JZ    scalepfchecked
+
+scalefastpfopen:
 	CMPQ  DX, CX
 	JE    scalepfchecked
 	TESTQ SI, SI
@@ -63133,6 +63375,12 @@ nobias46:
 	JMP            scalefastpfloopnoweight
 
 scalefastpfdone:
+	CMPQ 408(SP), $0x01
+	JE   scalefastpfdonerow
+	CMPQ job_d+0(AX), $0x00000200
+	JBE  scaletail
+
+scalefastpfdonerow:
 	STMXCSR 440(SP)
 	TESTL   $0x00000003, 440(SP)
 	JZ      scaletail
@@ -63748,16 +63996,42 @@ bf16fixed121:
 	JB        scalentgo
 
 scaled:
-	ADDQ DI, DX
-	ADDQ 392(SP), CX
-	ADDQ DI, BX
-	INCQ 384(SP)
-	MOVQ 416(SP), R8
-	INCQ R8
-	MOVQ R8, 416(SP)
-	CMPQ R8, 408(SP)
-	JB   scalerow
-	JMP  row
+	ADDQ    DI, DX
+	ADDQ    392(SP), CX
+	ADDQ    DI, BX
+	INCQ    384(SP)
+	MOVQ    416(SP), R8
+	INCQ    R8
+	MOVQ    R8, 416(SP)
+	CMPQ    R8, 408(SP)
+	JB      scalerow
+	CMPQ    408(SP), $0x01
+	JE      row
+	CMPQ    job_d+0(AX), $0x00000200
+	JA      row
+	TESTL   $0x00000002, 444(SP)
+	JZ      row
+	TESTL   $0x00000001, job_flags+0(AX)
+	JNZ     row
+	CMPQ    DX, CX
+	JE      row
+	STMXCSR 440(SP)
+	TESTL   $0x00000003, 440(SP)
+	JZ      row
+
+	// A NaN or a subnormal among the group's lanes narrowed, or one before them: its rows again, one at a time.
+	ANDL    $0xfffffffc, 440(SP)
+	LDMXCSR 440(SP)
+	MOVQ    DI, R8
+	SHLQ    $0x02, R8
+	SUBQ    R8, DX
+	SUBQ    R8, BX
+	MOVQ    392(SP), R8
+	SHLQ    $0x02, R8
+	SUBQ    R8, CX
+	SUBQ    $0x04, 384(SP)
+	MOVQ    $0x00000004, 400(SP)
+	JMP     row
 
 ret:
 	TESTL $0x00000001, job_flags+0(AX)

@@ -1188,6 +1188,7 @@ func (g *gen) scaleRows(inv VecVirtual) {
 	MOVQ(t, g.k)
 	CMPQ(t, g.pend)
 	JB(LabelRef("scalerow"))
+	g.groupFlags()
 	JMP(LabelRef("row"))
 }
 

@@ -188,12 +188,7 @@ func (g *gen) fastLoops(tag string, src, i, pf, fl GPVirtual, forms func(name st
 	CMPQ(g.d(), U32(spec.GroupMax))
 	JBE(LabelRef("scaletail"))
 	Label(done + "row")
-	STMXCSR(g.mx)
-	TESTL(U32(mxFlags), g.mx)
-	JZ(LabelRef("scaletail"))
-	Comment("A NaN or a subnormal among the lanes narrowed, or one before them: the row again, classified.")
-	ANDL(U32(^uint32(mxFlags)), g.mx)
-	LDMXCSR(g.mx)
+	g.takeFlags("scaletail", "A NaN or a subnormal among the lanes narrowed, or one before them: the row again, classified.")
 	XORQ(i, i)
 	Label(checked)
 }
@@ -227,12 +222,7 @@ func (g *gen) groupFlags() {
 	JNZ(LabelRef("row")) // streamed: the loops that classify
 	CMPQ(g.x, g.dst)
 	JE(LabelRef("row")) // in place
-	STMXCSR(g.mx)
-	TESTL(U32(mxFlags), g.mx)
-	JZ(LabelRef("row"))
-	Comment("A NaN or a subnormal among the group's lanes narrowed, or one before them: its rows again, one at a time.")
-	ANDL(U32(^uint32(mxFlags)), g.mx)
-	LDMXCSR(g.mx)
+	g.takeFlags("row", "A NaN or a subnormal among the group's lanes narrowed, or one before them: its rows again, one at a time.")
 	t := GP64()
 	MOVQ(g.strideB, t)
 	SHLQ(U8(2), t) // the group's four rows
@@ -243,6 +233,17 @@ func (g *gen) groupFlags() {
 	SUBQ(t, g.dst)
 	SUBQ(U8(group), g.done)
 	MOVQ(U32(group), g.skip) // on to row
+}
+
+// takeFlags reads MXCSR's flags of mxFlags into g.mx and jumps to clean when neither is set;
+// else it clears them and falls through, under comment, to the redo.
+func (g *gen) takeFlags(clean, comment string) {
+	STMXCSR(g.mx)
+	TESTL(U32(mxFlags), g.mx)
+	JZ(LabelRef(clean))
+	Comment(comment)
+	ANDL(U32(^uint32(mxFlags)), g.mx)
+	LDMXCSR(g.mx)
 }
 
 // raiseFlags has VMAXPS read a and b (see above); its result is not used.

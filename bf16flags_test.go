@@ -188,24 +188,28 @@ func bf16Out(k kernelID, n *Norm, f format, dst []uint16, x32 []float32, x16 []u
 // TestBF16FlaggedLayouts is TestBF16FlaggedLanes' check in the layouts a call can have around the
 // flagged row: nine rows, rows 0-3 and 4-7 in groups of four and row 8 alone wherever rows go four
 // at a time (rows of up to 512 always; rows of 513-1024 with withLongGroups; LayerNorm's of any
-// length with avx512LayerGroups, forced on and off here), the subnormal lane in row 4, 5, 7 or 8
-// (the first, second and last of a group, and the row alone; a NaN weight or bias, or a weight
-// that makes a centered lane subnormal, is every row's), back to back, strided (Stride, which
-// gives float32 rows the loops that prefetch), with a DstStride of their own, and split between
-// two goroutines (Workers), in every weight form and LayerNorm's (a bias, and Center with it). Rows
-// of up to 512 take the loops that read MXCSR's flags in groups (one check per group, a flagged
-// group redone a row at a time) and, alone, only with RoundNormalized above 256. Under -short
-// (CI's emulated CPUs, whose kernels have none of these loops) rows of 384, the lane in row 5.
+// length with avx512LayerGroups, forced on and off here), the subnormal lane in row 0, 3, 4, 5, 7
+// or 8 (the first, second and last of a group, the group after a redone one, and the row alone; a
+// NaN weight or bias, or a weight that makes a centered lane subnormal, is every row's), back to
+// back, strided (Stride, which gives float32 rows the loops that prefetch), with a DstStride of
+// their own, split between two goroutines (Workers; ten rows split five and five, the second
+// share's first group starting at row 5), and in place, in every weight form and LayerNorm's (a
+// bias, and Center with it). Rows of up to 512 take the loops that read MXCSR's flags in groups
+// out of place (one check per group, a flagged group redone a row at a time) and, alone, only
+// with RoundNormalized above 256. Under -short (CI's emulated CPUs, whose kernels have none of
+// these loops) rows of 384, the lane in row 5.
 func TestBF16FlaggedLayouts(t *testing.T) {
 	logBF16Paths(t)
 	splitAll(t)
 	defer func(from int) { avx512LayerGroups = from }(avx512LayerGroups)
-	const rows, q = 9, 33
+	const q = 33
 	type layout struct {
-		name              string
-		gap, dstGap, work int
+		name                    string
+		gap, dstGap, work, rows int
+		inPlace                 bool
 	}
-	layouts := []layout{{"packed", 0, 0, 1}, {"strided", 32, 32, 1}, {"DstStride", 0, 64, 1}, {"Workers", 0, 0, 2}}
+	layouts := []layout{{"packed", 0, 0, 1, 9, false}, {"strided", 32, 32, 1, 9, false}, {"DstStride", 0, 64, 1, 9, false},
+		{"Workers", 0, 0, 2, 9, false}, {"Workers, split in a group", 0, 0, 2, 10, false}, {"in place", 32, 32, 1, 9, true}}
 	type form struct {
 		name         string
 		mode         weightMode
@@ -213,7 +217,7 @@ func TestBF16FlaggedLayouts(t *testing.T) {
 	}
 	forms := []form{{"weight", weighted, false, false}, {"1+weight", offset, false, false}, {"no weight", unweighted, false, false},
 		{"LayerNorm bias", weighted, true, false}, {"LayerNorm centered", weighted, true, true}}
-	dims, flaggedRows := []int{64, 100, 128, 192, 300, 384, 512, 640, 1024}, []int{4, 5, 7, 8}
+	dims, flaggedRows := []int{64, 100, 128, 192, 300, 384, 512, 640, 1024}, []int{0, 3, 4, 5, 7, 8}
 	if testing.Short() { // the emulated CPUs of CI, where no kernel has these loops
 		dims, flaggedRows = []int{384}, []int{5}
 	}
@@ -234,10 +238,14 @@ func TestBF16FlaggedLayouts(t *testing.T) {
 							continue // every row's lane: one call per layout does
 						}
 						for _, f := range []format{formatBF16, formatToBF16} {
+							if lo.inPlace && f == formatToBF16 {
+								continue // the types differ
+							}
 							for _, rn := range []bool{false, true} {
 								if rn && fm.mode == unweighted {
 									continue
 								}
+								rows := lo.rows
 								stride, dstStride := d+lo.gap, d+lo.dstGap
 								x, _, w, b := normalInputs(seedFor(d, lo.gap, lo.dstGap, flagged), rows, stride)
 								w, b = w[:d], b[:d]
@@ -271,6 +279,11 @@ func TestBF16FlaggedLayouts(t *testing.T) {
 								n.Center = fm.center
 								x16 := narrowAll(x, formatBF16)
 								run := func(k kernelID) []uint16 {
+									if lo.inPlace {
+										dst := slices.Clone(x16)
+										applyKernel(k, &n, f, &rowsOf[uint16, uint16]{Dst: dst, X: dst, N: rows, Stride: stride, DstStride: dstStride})
+										return dst
+									}
 									dst := make([]uint16, (rows-1)*dstStride+d)
 									bf16Out(k, &n, f, dst, x, x16, rows, stride, dstStride)
 									return dst
@@ -289,6 +302,57 @@ func TestBF16FlaggedLayouts(t *testing.T) {
 								}
 							}
 						}
+					}
+				}
+			}
+		}
+	}
+	t.Logf("%d calls on kernels %v", calls, testKernels())
+}
+
+// TestBF16FlaggedGroupAdjacent puts dst right after the end of a strided x in one buffer, with
+// the strides chosen so that, once the last group of four rows is done, x and dst point at the
+// same address: the group's check (asm/amd64/bf16flags.go, groupFlags) must not take that for a
+// call in place, which it once did and left the group unchecked. N rows of d, Stride (N+1)*d,
+// DstStride d: x spans N*N*d elements and dst starts there. The subnormal lane is in the first or
+// last row of the last group; RMSNorm with a weight, with RoundNormalized, and LayerNorm (Center,
+// Bias; its groups forced on), rows of bfloat16.
+func TestBF16FlaggedGroupAdjacent(t *testing.T) {
+	logBF16Paths(t)
+	defer func(from int) { avx512LayerGroups = from }(avx512LayerGroups)
+	avx512LayerGroups = 1
+	const q = 33
+	calls := 0
+	for _, d := range []int{128, 384} {
+		for _, n := range []int{4, 8} {
+			stride := (n + 1) * d
+			span := (n-1)*stride + d // = n*n*d: dst starts where x ends
+			for _, row := range []int{n - 4, n - 1} {
+				for _, fm := range []string{"weight", "RoundNormalized", "LayerNorm"} {
+					x, _, w, b := normalInputs(seedFor(d, n, row), n, stride)
+					w, b = w[:d], b[:d]
+					x = x[:span]
+					for i := range x {
+						x[i] *= 0x1p50 // inv about 2^-50, as in TestBF16FlaggedLanes
+					}
+					p := row*stride + q
+					x[p], w[q], b[q] = 0x1p-60, 0x1p-18, 0 // y about 2^-128, a bfloat16 subnormal
+					nm := Norm{Weight: w, Eps: 1e-6, RoundNormalized: fm == "RoundNormalized"}
+					if fm == "LayerNorm" {
+						x[p] = 0 // centered: -mean*inv times 2^-126 is subnormal
+						w[q] = 0x1p-126
+						nm.Center, nm.Bias = true, b
+					}
+					run := func(k kernelID) []uint16 {
+						buf := make([]uint16, span+n*d)
+						copy(buf, narrowAll(x, formatBF16))
+						applyKernel(k, &nm, formatBF16, &rowsOf[uint16, uint16]{Dst: buf[span:], X: buf[:span], N: n, Stride: stride, DstStride: d})
+						return buf[span:]
+					}
+					want := run(kernelGeneric)
+					for _, k := range testKernels() {
+						check16Exact(t, fmt.Sprintf("%s d=%d rows=%d row=%d %s", k, d, n, row, fm), run(k), want)
+						calls++
 					}
 				}
 			}

@@ -55518,17 +55518,19 @@ rowsset:
 	MOVL  $0x00000001, R8
 
 mxgroups:
-	CMPQ job_res+0(AX), $0x00
-	JNE  mxany
-	MOVQ job_x+0(AX), R9
-	CMPQ R9, job_dst+0(AX)
-	JE   mxany
-	MOVQ from+8(FP), R9
-	NEGQ R9
-	ADDQ to+16(FP), R9
-	CMPQ R9, $0x04
-	JB   mxany
-	ORL  $0x00000002, R8
+	CMPQ  job_res+0(AX), $0x00
+	JNE   mxany
+	TESTL $0x00000001, job_flags+0(AX)
+	JNZ   mxany
+	MOVQ  job_x+0(AX), R9
+	CMPQ  R9, job_dst+0(AX)
+	JE    mxany
+	MOVQ  from+8(FP), R9
+	NEGQ  R9
+	ADDQ  to+16(FP), R9
+	CMPQ  R9, $0x04
+	JB    mxany
+	ORL   $0x00000002, R8
 
 mxany:
 	TESTL R8, R8
@@ -56976,10 +56978,6 @@ scaled:
 	JA      row
 	TESTL   $0x00000002, 380(SP)
 	JZ      row
-	TESTL   $0x00000001, job_flags+0(AX)
-	JNZ     row
-	CMPQ    DX, CX
-	JE      row
 	STMXCSR 376(SP)
 	TESTL   $0x00000003, 376(SP)
 	JZ      row
@@ -57502,17 +57500,19 @@ rowsset:
 	MOVL  $0x00000001, R8
 
 mxgroups:
-	CMPQ job_res+0(AX), $0x00
-	JNE  mxany
-	MOVQ job_x+0(AX), R9
-	CMPQ R9, job_dst+0(AX)
-	JE   mxany
-	MOVQ from+8(FP), R9
-	NEGQ R9
-	ADDQ to+16(FP), R9
-	CMPQ R9, $0x04
-	JB   mxany
-	ORL  $0x00000002, R8
+	CMPQ  job_res+0(AX), $0x00
+	JNE   mxany
+	TESTL $0x00000001, job_flags+0(AX)
+	JNZ   mxany
+	MOVQ  job_x+0(AX), R9
+	CMPQ  R9, job_dst+0(AX)
+	JE    mxany
+	MOVQ  from+8(FP), R9
+	NEGQ  R9
+	ADDQ  to+16(FP), R9
+	CMPQ  R9, $0x04
+	JB    mxany
+	ORL   $0x00000002, R8
 
 mxany:
 	TESTL R8, R8
@@ -59018,10 +59018,6 @@ scaled:
 	JA      row
 	TESTL   $0x00000002, 380(SP)
 	JZ      row
-	TESTL   $0x00000001, job_flags+0(AX)
-	JNZ     row
-	CMPQ    DX, CX
-	JE      row
 	STMXCSR 376(SP)
 	TESTL   $0x00000003, 376(SP)
 	JZ      row
@@ -59792,17 +59788,21 @@ rowsset:
 	MOVL  $0x00000001, R8
 
 mxgroups:
-	CMPQ job_res+0(AX), $0x00
-	JNE  mxany
-	MOVQ job_x+0(AX), R9
-	CMPQ R9, job_dst+0(AX)
-	JE   mxany
-	MOVQ from+8(FP), R9
-	NEGQ R9
-	ADDQ to+16(FP), R9
-	CMPQ R9, $0x04
-	JB   mxany
-	ORL  $0x00000002, R8
+	CMPQ  job_res+0(AX), $0x00
+	JNE   mxany
+	TESTL $0x00000001, job_flags+0(AX)
+	JNZ   mxany
+	TESTL $0x00000200, job_flags+0(AX)
+	JZ    mxany
+	MOVQ  job_x+0(AX), R9
+	CMPQ  R9, job_dst+0(AX)
+	JE    mxany
+	MOVQ  from+8(FP), R9
+	NEGQ  R9
+	ADDQ  to+16(FP), R9
+	CMPQ  R9, $0x04
+	JB    mxany
+	ORL   $0x00000002, R8
 
 mxany:
 	TESTL R8, R8
@@ -61617,10 +61617,6 @@ scaled:
 	JA      row
 	TESTL   $0x00000002, 444(SP)
 	JZ      row
-	TESTL   $0x00000001, job_flags+0(AX)
-	JNZ     row
-	CMPQ    DX, CX
-	JE      row
 	STMXCSR 440(SP)
 	TESTL   $0x00000003, 440(SP)
 	JZ      row
@@ -62143,17 +62139,21 @@ rowsset:
 	MOVL  $0x00000001, R8
 
 mxgroups:
-	CMPQ job_res+0(AX), $0x00
-	JNE  mxany
-	MOVQ job_x+0(AX), R9
-	CMPQ R9, job_dst+0(AX)
-	JE   mxany
-	MOVQ from+8(FP), R9
-	NEGQ R9
-	ADDQ to+16(FP), R9
-	CMPQ R9, $0x04
-	JB   mxany
-	ORL  $0x00000002, R8
+	CMPQ  job_res+0(AX), $0x00
+	JNE   mxany
+	TESTL $0x00000001, job_flags+0(AX)
+	JNZ   mxany
+	TESTL $0x00000200, job_flags+0(AX)
+	JZ    mxany
+	MOVQ  job_x+0(AX), R9
+	CMPQ  R9, job_dst+0(AX)
+	JE    mxany
+	MOVQ  from+8(FP), R9
+	NEGQ  R9
+	ADDQ  to+16(FP), R9
+	CMPQ  R9, $0x04
+	JB    mxany
+	ORL   $0x00000002, R8
 
 mxany:
 	TESTL R8, R8
@@ -64011,10 +64011,6 @@ scaled:
 	JA      row
 	TESTL   $0x00000002, 444(SP)
 	JZ      row
-	TESTL   $0x00000001, job_flags+0(AX)
-	JNZ     row
-	CMPQ    DX, CX
-	JE      row
 	STMXCSR 440(SP)
 	TESTL   $0x00000003, 440(SP)
 	JZ      row

@@ -121,9 +121,17 @@ func (g *gen) clearFlags() {
 	JZ(LabelRef("mxgroups"))
 	MOVL(U32(mxSingle), want)
 	Label("mxgroups")
-	// Groups: not in place (no row could be redone) nor with a residual (whose rows go alone).
+	// Groups: not in place (no row could be redone), nor with a residual (whose rows go alone),
+	// nor streamed (flagNT: the loops that classify); for the Layer functions under FlagGroups
+	// only (pickRows).
 	CMPQ(g.field(spec.Job.Res), U8(0))
 	JNE(LabelRef("mxany"))
+	TESTL(U32(spec.FlagNT), g.flags())
+	JNZ(LabelRef("mxany"))
+	if g.v.Layer {
+		TESTL(U32(spec.FlagGroups), g.flags())
+		JZ(LabelRef("mxany"))
+	}
 	xp := GP64()
 	MOVQ(g.field(spec.Job.X), xp)
 	CMPQ(xp, g.field(spec.Job.Dst))
@@ -198,9 +206,10 @@ func (g *gen) fastLoops(tag string, src, i, pf, fl GPVirtual, forms func(name st
 // their own. When one is set it clears them and sends the four rows back, to be done again a row
 // at a time (skip, as invGroup does with a group that has a row out of range): the sums again,
 // and scale loops that classify (a row of up to GroupMax alone takes fastLoops only with
-// RoundNormalized above rnFlagsAbove, and then checks itself). Rows in place or streamed
-// (flagNT) never took fastLoops, and a group never has a residual. The caller jumps to row after
-// it. One STMXCSR per group instead of per row is what lets these rows take the loops: the check
+// RoundNormalized above rnFlagsAbove, and then checks itself). Calls in place or streamed
+// (flagNT) have no mxGroups, and a group never has a residual. The caller jumps to row after it.
+// A redo does not clear the flags its own arithmetic raises (a subnormal x in the sum pass), so
+// the group after it may be redone too: slower, never wrong. One STMXCSR per group instead of per row is what lets these rows take the loops: the check
 // per row cost 4x512 and 16x384 2% with a plain weight. Measured on a Zen 5 (Norm.ApplyBF16 out of
 // place, rows in cache, the test binaries of the code without and with the group check
 // alternated twelve times, benchstat, +-1-2%): 40x128 -4.5%, 16x256 -2.9%, 16x384 -3.3%; with
@@ -216,12 +225,11 @@ func (g *gen) groupFlags() {
 	JE(LabelRef("row"))
 	CMPQ(g.d(), U32(spec.GroupMax))
 	JA(LabelRef("row"))
+	// mxGroups is the call's: clear in place and when streamed (clearFlags). Not a test of x
+	// against dst here, which point past the group: the end of a strided x may be the start of
+	// a dst of its own, and the group would go unchecked.
 	TESTL(U32(mxGroups), g.mx.Offset(4))
 	JZ(LabelRef("row"))
-	TESTL(U32(spec.FlagNT), g.flags())
-	JNZ(LabelRef("row")) // streamed: the loops that classify
-	CMPQ(g.x, g.dst)
-	JE(LabelRef("row")) // in place
 	g.takeFlags("row", "A NaN or a subnormal among the group's lanes narrowed, or one before them: its rows again, one at a time.")
 	t := GP64()
 	MOVQ(g.strideB, t)

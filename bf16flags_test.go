@@ -11,18 +11,18 @@ import (
 // alone with RoundNormalized, normalized into bfloat16 where their output does not overwrite what
 // the scale pass reads (out of place, or in place with a residual), take scale loops that do not
 // classify each pair of vectors before VCVTNE2PS2BF16: they have VMAXPS raise MXCSR's invalid and
-// denormal flags, read once per row (once per group for a group's rows of up to 512), and a
-// flagged row is redone with the classification (asm/amd64/bf16flags.go). Most lanes the narrowing gets wrong raise a flag in
-// the multiplies already (a subnormal x, a signalling NaN, Inf*0), so the other tests pass whether
-// or not the check reads the products at all. TestBF16FlaggedLanes makes the lanes that only the
-// check finds: a product that underflows to a subnormal from normal operands, x*inv so (which
-// RoundNormalized rounds and, flushed to zero, would pass through the weight unnoticed), and
-// quiet NaN weights with a sign or a payload that VCVTNE2PS2BF16 keeps. One such lane per call,
-// in each vector of the unrolled loop's first, middle and last iterations and in the tail, in
-// one row of three (the others are ordinary), for rows of bfloat16 and of float32, RMSNorm and
-// LayerNorm (Center, Bias: a subnormal centered product, a quiet NaN bias), every weight form,
-// RoundNormalized, the residual, out of place and in place; every kernel under test gives
-// generic's bits.
+// denormal flags, read once per row (once per group for a group's rows of up to 512), and a flagged
+// row is redone with the classification (asm/amd64/bf16flags.go). Most lanes the narrowing gets
+// wrong raise a flag in the multiplies already (a subnormal x, a signalling NaN, Inf*0), so the
+// other tests pass whether or not the check reads the products at all. TestBF16FlaggedLanes makes
+// the lanes that only the check finds: a product that underflows to a subnormal from normal
+// operands, x*inv so (which RoundNormalized rounds and, flushed to zero, would pass through the
+// weight unnoticed), and quiet NaN weights with a sign or a payload that VCVTNE2PS2BF16 keeps. One
+// such lane per call, in each vector of the unrolled loop's first, middle and last iterations and
+// in the tail, in one row of three (the others are ordinary), for rows of bfloat16 and of float32,
+// RMSNorm and LayerNorm (Center, Bias: a subnormal centered product, a quiet NaN bias), every
+// weight form, RoundNormalized, the residual, out of place and in place; every kernel under test
+// gives generic's bits.
 func TestBF16FlaggedLanes(t *testing.T) {
 	logBF16Paths(t)
 	const rows = 3

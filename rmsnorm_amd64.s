@@ -56511,7 +56511,8 @@ scalefastdone:
 	CMPQ 344(SP), $0x01
 	JE   scalefastdonerow
 	CMPQ job_d+0(AX), $0x00000200
-	JBE  scaletail
+	JA   scalefastdonerow
+	JMP  scaletail
 
 scalefastdonerow:
 	STMXCSR 376(SP)
@@ -58070,7 +58071,8 @@ scalefastdone:
 	CMPQ 344(SP), $0x01
 	JE   scalefastdonerow
 	CMPQ job_d+0(AX), $0x00000200
-	JBE  scaletail
+	JA   scalefastdonerow
+	JMP  scaletail
 
 scalefastdonerow:
 	STMXCSR 376(SP)
@@ -58362,7 +58364,8 @@ scalefastpfdone:
 	CMPQ 344(SP), $0x01
 	JE   scalefastpfdonerow
 	CMPQ job_d+0(AX), $0x00000200
-	JBE  scaletail
+	JA   scalefastpfdonerow
+	JMP  scaletail
 
 scalefastpfdonerow:
 	STMXCSR 376(SP)
@@ -61112,7 +61115,8 @@ scalefastdone:
 	CMPQ 408(SP), $0x01
 	JE   scalefastdonerow
 	CMPQ job_d+0(AX), $0x00000200
-	JBE  scaletail
+	JA   scalefastdonerow
+	JMP  scaletail
 
 scalefastdonerow:
 	STMXCSR 440(SP)
@@ -62984,7 +62988,8 @@ scalefastdone:
 	CMPQ 408(SP), $0x01
 	JE   scalefastdonerow
 	CMPQ job_d+0(AX), $0x00000200
-	JBE  scaletail
+	JA   scalefastdonerow
+	JMP  scaletail
 
 scalefastdonerow:
 	STMXCSR 440(SP)
@@ -63378,7 +63383,8 @@ scalefastpfdone:
 	CMPQ 408(SP), $0x01
 	JE   scalefastpfdonerow
 	CMPQ job_d+0(AX), $0x00000200
-	JBE  scaletail
+	JA   scalefastpfdonerow
+	JMP  scaletail
 
 scalefastpfdonerow:
 	STMXCSR 440(SP)

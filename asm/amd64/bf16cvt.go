@@ -45,15 +45,13 @@ import (
 // constant, VPMINUD across the vectors, one VPCMPUD and one KORTESTW per 64 lanes) 286 ns; one
 // KORTESTW per 64 lanes after KORW of the four classifications 264; no per-vector test at all,
 // VCMPPS or VMAXPS raising MXCSR's invalid and denormal flags instead, read once per row, 228-238
-// at 1x4096 and 2-3% at 1x1024, but a flagged row has to be redone, which a row normalized in
-// place without a residual cannot be: the scale loops of rows longer than spec.GroupMax (or than
-// 256 with RoundNormalized) whose output does not overwrite what they read (x, or h in Residual)
-// take that order since
-// (bf16flags.go). Why it costs (2026-12-05, the same VM): in a loop of the scale pass's
-// arithmetic alone, four VFPCLASSPS add 0.36-0.47 ns per 64 lanes to the 1.1 of eight VMULPS and
-// two VCVTNE2PS2BF16, where four VADDPS, VMAXPS or VGETEXPPS add under 0.1: the classification
-// competes with the multiplies. With no check at all, ApplyToBF16 1x4096 still took 1.07x
-// Forward's time (bench/results/amd-zen5-turin.txt).
+// at 1x4096 and 2-3% at 1x1024, but a flagged row has to be redone, which a row normalized in place
+// without a residual cannot be: the scale loops whose output does not overwrite what they read (x,
+// or h in Residual) take that order since, for the rows bf16flags.go lists. Why it costs
+// (2026-12-05, the same VM): in a loop of the scale pass's arithmetic alone, four VFPCLASSPS add
+// 0.36-0.47 ns per 64 lanes to the 1.1 of eight VMULPS and two VCVTNE2PS2BF16, where four VADDPS,
+// VMAXPS or VGETEXPPS add under 0.1: the classification competes with the multiplies. With no check
+// at all, ApplyToBF16 1x4096 still took 1.07x Forward's time (bench/results/amd-zen5-turin.txt).
 //
 // Neither Avo nor the Go assembler knows VCVTNE2PS2BF16: it is emitted as an ir.Instruction with
 // its operands, so that Avo allocates its registers, sees its reads and writes and lists

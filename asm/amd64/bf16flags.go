@@ -30,34 +30,35 @@ import (
 //
 // The flags are sticky and shared by everything that runs on the thread, so the function clears
 // them on the way in when they are set (one STMXCSR per call, LDMXCSR only then), in every call
-// whose rows may take the loops (below; calls of longer rows in place or streamed too), and after
-// a flagged row or group: flags raised on the thread before such a call are lost, though the
-// call's own arithmetic (a redo, a subnormal x) may raise them again. Go has no access to MXCSR's flags, and its goroutines
-// share a thread's MXCSR without saving it, so no Go code can rely on them; C code on the same
-// thread that tests flags it raised before calling into Go may find them cleared. The signal
-// handlers of the runtime return through the kernel's restore of the interrupted MXCSR, and the
-// functions are not preempted asynchronously (assembly has no safe points), so nothing else reaches
-// the flags between the loop and its STMXCSR.
+// whose rows may take the loops (below; calls of longer rows in place or streamed too), and after a
+// flagged row or group: flags raised on the thread before such a call are lost, though the call's
+// own arithmetic (a redo, a subnormal x) may raise them again. Go has no access to MXCSR's flags,
+// and its goroutines share a thread's MXCSR without saving it, so no Go code can rely on them; C
+// code on the same thread that tests flags it raised before calling into Go may find them cleared.
+// The signal handlers of the runtime return through the kernel's restore of the interrupted MXCSR,
+// and the functions are not preempted asynchronously (assembly has no safe points), so nothing else
+// reaches the flags between the loop and its STMXCSR.
 //
 // The loops serve rows longer than spec.GroupMax, alone or grouped four at a time, each checked
 // after its loop; rows of up to GroupMax grouped four at a time, the group checked once after its
 // fourth row and redone a row at a time when flagged (groupFlags); and rows of 257-512 alone with
 // RoundNormalized (rnFlagsAbove). The rows of float32 that prefetch (flagPF: strided rows, say)
-// have their own (tag "pf"; ApplyToBF16 on 8 rows of 1024 and of 4096, Stride d+32, in cache:
-// -4.5% and -8.9% against the classified loops, eight alternated runs, benchstat). A row that
-// takes one classified loop from memory (flagNT) keeps it, as does a row normalized in place
-// without a residual (dst being x: its input is gone once the row is written); with a residual the scale pass reads h from Residual, which
-// never overlaps dst, so rows in place take the new loops then. STMXCSR waits for the row's
-// arithmetic to retire, which shorter rows notice: a hand-edited first version that read the flags
-// after every row took 8-13% longer at 1x128 (Zen 5). Measured on a Zen 5 (the test binaries of the
-// code before and with these loops alternated eight times, benchstat): ForwardBF16 1x1024 89.5 ->
-// 82.9 ns (-7.5%), 1x4096 244.4 -> 205.7 (-16%); with RoundNormalized, whose rounding of x*inv was
-// classified too, 141.3 -> 126.4 (-11%), 406.1 -> 300.5 (-26%) and 1x16384 1434 -> 1122 (-22%);
-// UnitOffset 1x4096 278.8 -> 257.0 (-7.8%); ApplyToBF16 1x4096 226.5 -> 211.9 (-6.5%); 1x128,
-// 1x16384 without RoundNormalized and the streamed shapes within the noise. LayerNorm's (Center,
-// Weight and Bias; the bench command, -layernorm -format bf16, the two builds in turn twice):
-// 1x4096 412-422 -> 403-404 ns, 16x4096 401-412 -> 382-393, 1x1024 the same; its scale pass
-// subtracts the mean and adds the bias on the adder pipes, where VMAXPS and VCVTNE2PS2BF16 run too.
+// have their own (tag "pf"; ApplyToBF16 on 8 rows of 1024 and of 4096, Stride d+32, in cache: -4.5%
+// and -8.9% against the classified loops, eight alternated runs, benchstat). A row that takes one
+// classified loop from memory (flagNT) keeps it, as does a row normalized in place without a
+// residual (dst being x: its input is gone once the row is written); with a residual the scale pass
+// reads h from Residual, which never overlaps dst, so rows in place take the new loops then.
+// STMXCSR waits for the row's arithmetic to retire, which shorter rows notice: a hand-edited first
+// version that read the flags after every row took 8-13% longer at 1x128 (Zen 5). Measured on a
+// Zen 5 (the test binaries of the code before and with these loops alternated eight times,
+// benchstat): ForwardBF16 1x1024 89.5 -> 82.9 ns (-7.5%), 1x4096 244.4 -> 205.7 (-16%); with
+// RoundNormalized, whose rounding of x*inv was classified too, 141.3 -> 126.4 (-11%),
+// 406.1 -> 300.5 (-26%) and 1x16384 1434 -> 1122 (-22%); UnitOffset 1x4096 278.8 -> 257.0 (-7.8%);
+// ApplyToBF16 1x4096 226.5 -> 211.9 (-6.5%); 1x128, 1x16384 without RoundNormalized and the
+// streamed shapes within the noise. LayerNorm's (Center, Weight and Bias; the bench command,
+// -layernorm -format bf16, the two builds in turn twice): 1x4096 412-422 -> 403-404 ns, 16x4096
+// 401-412 -> 382-393, 1x1024 the same; its scale pass subtracts the mean and adds the bias on the
+// adder pipes, where VMAXPS and VCVTNE2PS2BF16 run too.
 
 // mxFlags are MXCSR's invalid-operation (bit 0) and denormal (bit 1) flags, mxMasks the masks of
 // those exceptions (bits 7 and 8).
@@ -165,9 +166,8 @@ func (g *gen) clearFlags() {
 // scalefast+tag+loop..., each form's chosen by forms (see scale), and the check of MXCSR's flags
 // after them (but for a group's rows of up to spec.GroupMax, which groupFlags checks together),
 // which goes on to the row's tail or back through scale+tag+checked, where the caller emits the
-// classified loops, with i = 0. tag is ""
-// for the loops of rows in cache and "pf" for those that prefetch (the functions of float32 rows,
-// which have a loop for each: see oneLoop).
+// classified loops, with i = 0. tag is "" for the loops of rows in cache and "pf" for those that
+// prefetch (the functions of float32 rows, which have a loop for each: see oneLoop).
 func (g *gen) fastLoops(tag string, src, i, pf, fl GPVirtual, forms func(name string, pf, fl GPVirtual, nt bool)) {
 	if !g.flagsChecked() {
 		return
@@ -190,11 +190,8 @@ func (g *gen) fastLoops(tag string, src, i, pf, fl GPVirtual, forms func(name st
 	forms("scalefast"+tag+"loop", pf, fl, false)
 	g.fast, g.tail = false, "scaletail"
 	Label(done)
-	// A row of up to GroupMax in a group is checked with its group (groupFlags).
-	CMPQ(g.pend, U8(1))
-	JE(LabelRef(done + "row"))
-	CMPQ(g.d(), U32(spec.GroupMax))
-	JBE(LabelRef("scaletail"))
+	g.unlessGroupChecked(done + "row")
+	JMP(LabelRef("scaletail")) // checked with its group (groupFlags)
 	Label(done + "row")
 	g.takeFlags("scaletail", "A NaN or a subnormal among the lanes narrowed, or one before them: the row again, classified.")
 	XORQ(i, i)
@@ -202,29 +199,26 @@ func (g *gen) fastLoops(tag string, src, i, pf, fl GPVirtual, forms func(name st
 }
 
 // groupFlags, after the rows of a group of rows of up to spec.GroupMax are scaled (scaleRows),
-// reads MXCSR's flags once for the group's four rows, which took fastLoops without a check of
-// their own. When one is set it clears them and sends the four rows back, to be done again a row
-// at a time (skip, as invGroup does with a group that has a row out of range): the sums again,
-// and scale loops that classify (a row of up to GroupMax alone takes fastLoops only with
-// RoundNormalized above rnFlagsAbove, and then checks itself). Calls in place or streamed
-// (flagNT) have no mxGroups, and a group never has a residual. The caller jumps to row after it.
-// A redo does not clear the flags its own arithmetic raises (a subnormal x in the sum pass), so
-// the group after it may be redone too: slower, never wrong. One STMXCSR per group instead of per row is what lets these rows take the loops: the check
-// per row cost 4x512 and 16x384 2% with a plain weight. Measured on a Zen 5 (Norm.ApplyBF16 out of
-// place, rows in cache, the test binaries of the code without and with the group check
-// alternated twelve times, benchstat, +-1-2%): 40x128 -4.5%, 16x256 -2.9%, 16x384 -3.3%; with
-// RoundNormalized 40x128 -12.0% (Qwen3's 32+8 heads of a token, as its reference rounds them),
-// 16x256 -16.5%, 16x384 -2.2% (checked per row before); ten runs more: LayerNorm 40x128 -3.1%,
-// ApplyToBF16 40x128 -2.6%; 32768x128 (16 MiB, not streamed) -4.7%, with RoundNormalized -8.7%;
-// 1x128, 4x128, 2x384, 4x512, 16x4096 and rows in place within the noise.
+// reads MXCSR's flags once for the group's four rows, which took fastLoops without a check of their
+// own. When one is set it clears them and sends the four rows back, to be done again a row at a
+// time (skip, as invGroup does with a group that has a row out of range): the sums again, and scale
+// loops that classify (a row of up to GroupMax alone takes fastLoops only with RoundNormalized
+// above rnFlagsAbove, and then checks itself). Calls in place or streamed (flagNT) have no
+// mxGroups, and a group never has a residual. The caller jumps to row after it. A redo does not
+// clear the flags its own arithmetic raises (a subnormal x in the sum pass), so the group after it
+// may be redone too: slower, never wrong. One STMXCSR per group instead of per row is what lets
+// these rows take the loops: the check per row cost 4x512 and 16x384 2% with a plain weight.
+// Measured on a Zen 5 (Norm.ApplyBF16 out of place, rows in cache, the test binaries of the code
+// without and with the group check alternated twelve times, benchstat, +-1-2%): 40x128 -4.5%,
+// 16x256 -2.9%, 16x384 -3.3%; with RoundNormalized 40x128 -12.0% (Qwen3's 32+8 heads of a token, as
+// its reference rounds them), 16x256 -16.5%, 16x384 -2.2% (checked per row before); ten runs more:
+// LayerNorm 40x128 -3.1%, ApplyToBF16 40x128 -2.6%; 32768x128 (16 MiB, not streamed) -4.7%, with
+// RoundNormalized -8.7%; 1x128, 4x128, 2x384, 4x512, 16x4096 and rows in place within the noise.
 func (g *gen) groupFlags() {
 	if !g.flagsChecked() {
 		return
 	}
-	CMPQ(g.pend, U8(1))
-	JE(LabelRef("row"))
-	CMPQ(g.d(), U32(spec.GroupMax))
-	JA(LabelRef("row"))
+	g.unlessGroupChecked("row")
 	// mxGroups is the call's: clear in place and when streamed (clearFlags). Not a test of x
 	// against dst here, which point past the group: the end of a strided x may be the start of
 	// a dst of its own, and the group would go unchecked.
@@ -241,6 +235,16 @@ func (g *gen) groupFlags() {
 	SUBQ(t, g.dst)
 	SUBQ(U8(group), g.done)
 	MOVQ(U32(group), g.skip) // on to row
+}
+
+// unlessGroupChecked jumps to label unless the rows being scaled are a group of rows of up to
+// spec.GroupMax, whose flags groupFlags reads once for the four rows (longer rows check theirs
+// one by one, in a group or not).
+func (g *gen) unlessGroupChecked(label string) {
+	CMPQ(g.pend, U8(1))
+	JE(LabelRef(label))
+	CMPQ(g.d(), U32(spec.GroupMax))
+	JA(LabelRef(label))
 }
 
 // takeFlags reads MXCSR's flags of mxFlags into g.mx and jumps to clean when neither is set;

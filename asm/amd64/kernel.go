@@ -289,7 +289,7 @@ func (g *gen) locals() {
 		g.xrRow = AllocLocal(8)
 	}
 	if g.flagsChecked() {
-		g.mx = AllocLocal(8) // MXCSR, then whether the call's rows take fastLoops (clearFlags)
+		g.mx = AllocLocal(8) // MXCSR, then which of the call's rows may take fastLoops (clearFlags)
 	}
 	g.fd, g.rd = AllocLocal(4), AllocLocal(4)
 }

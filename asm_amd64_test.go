@@ -180,20 +180,32 @@ func rowTable(t *testing.T) []string {
 	return asmTable(t, "rows", len(kernelNames))
 }
 
+// rowF16Table is rowTable for callRowF16's table, rowsF16<>.
+func rowF16Table(t *testing.T) []string {
+	t.Helper()
+	return asmTable(t, "rowsF16", len(kernelNames))
+}
+
 // The kernels that have row functions are those whose table rows hold their own one-row path:
-// avx512 (and kernelAVX512BF16, which runs its float32 functions) and avx2; the others have noRow.
+// avx512 (and kernelAVX512BF16, which runs its float32 and float16 functions) and avx2, for
+// float32 rows (callRow) and binary16 rows (callRowF16); the others have noRow.
 func TestRowTable(t *testing.T) {
-	want := map[kernelID]string{kernelGeneric: "noRow", kernelNEON: "noRow", kernelAVX2: "avx2Row",
-		kernelAVX512: "avx512Row", kernelAVX512BF16: "avx512Row"}
-	for k, fn := range rowTable(t) {
-		if fn != want[kernelID(k)] {
-			t.Errorf("callRow jumps to %s for %s (%d), want %s", fn, kernelID(k), k, want[kernelID(k)])
+	for _, tab := range []struct {
+		call, kind string
+		fns        []string
+	}{{"callRow", "", rowTable(t)}, {"callRowF16", "F16", rowF16Table(t)}} {
+		want := map[kernelID]string{kernelGeneric: "noRow", kernelNEON: "noRow", kernelAVX2: "avx2Row" + tab.kind,
+			kernelAVX512: "avx512Row" + tab.kind, kernelAVX512BF16: "avx512Row" + tab.kind}
+		for k, fn := range tab.fns {
+			if fn != want[kernelID(k)] {
+				t.Errorf("%s jumps to %s for %s (%d), want %s", tab.call, fn, kernelID(k), k, want[kernelID(k)])
+			}
 		}
 	}
 }
 
 // kernelFuncs returns, for each kernel, the functions it runs: its row of the table callKernel
-// jumps through (rmsnorm_amd64.s), its row function (callRow's table) and the conversions
+// jumps through (rmsnorm_amd64.s), its row functions (the tables of callRow and callRowF16) and the conversions
 // convertAsm calls for it (rmsnorm_amd64.go).
 func kernelFuncs(t *testing.T) map[kernelID][]string {
 	t.Helper()
@@ -208,9 +220,11 @@ func kernelFuncs(t *testing.T) map[kernelID][]string {
 			add(kernelID(k), fn)
 		}
 	}
-	for k, fn := range rowTable(t) {
-		if fn != "noRow" {
-			add(kernelID(k), fn)
+	for _, tab := range [][]string{rowTable(t), rowF16Table(t)} {
+		for k, fn := range tab {
+			if fn != "noRow" {
+				add(kernelID(k), fn)
+			}
 		}
 	}
 	g, err := os.ReadFile("rmsnorm_amd64.go")
@@ -241,13 +255,14 @@ func TestAsmRequiresMatchDispatch(t *testing.T) {
 	requires := map[string][]string{}
 	for _, fn := range parseAsm(t) {
 		requires[fn.name] = fn.requires
-		// callKernel and callRow, the jumps to a kernel's functions, and noRow run on every amd64 CPU.
-		if (fn.name == "callKernel" || fn.name == "callRow" || fn.name == "noRow") && len(fn.requires) > 0 {
+		// callKernel, callRow and callRowF16, the jumps to a kernel's functions, and noRow run on
+		// every amd64 CPU.
+		if (fn.name == "callKernel" || fn.name == "callRow" || fn.name == "callRowF16" || fn.name == "noRow") && len(fn.requires) > 0 {
 			t.Errorf("%s requires %v", fn.name, fn.requires)
 		}
 	}
 	runs := kernelFuncs(t)
-	ran := map[string]bool{"callKernel": true, "callRow": true, "noRow": true}
+	ran := map[string]bool{"callKernel": true, "callRow": true, "callRowF16": true, "noRow": true}
 	for k := range kernelNames {
 		k := kernelID(k)
 		want, ok := kernelFeatures[k]

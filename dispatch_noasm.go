@@ -20,3 +20,6 @@ func convertAsm(k kernelID, op convOp, dst, src unsafe.Pointer, n int) bool { re
 
 // callRow returns rowNone: this build has no row function (see the assembly builds' callRow).
 func callRow(dst, x, res, w unsafe.Pointer, d int, eps float32, k kernelID) int { return rowNone }
+
+// callRowF16 returns rowNone: this build has no row function (see the assembly builds' callRowF16).
+func callRowF16(dst, x, res, w unsafe.Pointer, d int, eps float32, k kernelID) int { return rowNone }

@@ -282,6 +282,12 @@ func avx512bf16NarrowBF16(dst, src unsafe.Pointer, n int)
 //go:noescape
 func avx512Row(dst, x, res, w unsafe.Pointer, d int, eps float32) int
 
+// avx512RowF16 normalizes the row of d binary16 elements at x into dst: y = (x*inv)*w, as the one-row path of the ForwardF16 function would;
+// res must be nil. It returns rowDone when the row is done; rowNone, having written nothing, when d is not a positive multiple of 64 or the row needs the float64 path.
+//
+//go:noescape
+func avx512RowF16(dst, x, res, w unsafe.Pointer, d int, eps float32) int
+
 // avx2Row normalizes the row of d floats at x into dst: y = (x*inv)*w, as the one-row path of the Forward function does;
 // with res not nil, h = x + res is stored to res first and normalized in place of x, as the Forward function does for a residual (its AddWeighted variant).
 // It returns rowDone when the row is done; rowNone, having written nothing, when d is not a positive multiple of 64 or a row without res needs the float64 path;
@@ -289,6 +295,12 @@ func avx512Row(dst, x, res, w unsafe.Pointer, d int, eps float32) int
 //
 //go:noescape
 func avx2Row(dst, x, res, w unsafe.Pointer, d int, eps float32) int
+
+// avx2RowF16 normalizes the row of d binary16 elements at x into dst: y = (x*inv)*w, as the one-row path of the ForwardF16 function would;
+// res must be nil. It returns rowDone when the row is done; rowNone, having written nothing, when d is not a positive multiple of 64 or the row needs the float64 path.
+//
+//go:noescape
+func avx2RowF16(dst, x, res, w unsafe.Pointer, d int, eps float32) int
 
 // callRow runs one float32 row of d with a plain weight (and a residual when res is not nil)
 // through kernel k's row function, and returns what it returned: rowNone, having written
@@ -298,7 +310,12 @@ func avx2Row(dst, x, res, w unsafe.Pointer, d int, eps float32) int
 //go:noescape
 func callRow(dst, x, res, w unsafe.Pointer, d int, eps float32, k kernelID) int
 
-// noRow is callRow's function for the kernels without a row function: it returns rowNone.
+// callRowF16 is callRow for one binary16 row (res nil), through kernel k's RowF16 function.
+//
+//go:noescape
+func callRowF16(dst, x, res, w unsafe.Pointer, d int, eps float32, k kernelID) int
+
+// noRow is the row function of the kernels without one: it returns rowNone.
 //
 //go:noescape
 func noRow(dst, x, res, w unsafe.Pointer, d int, eps float32) int

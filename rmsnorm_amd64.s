@@ -734,6 +734,135 @@ reject:
 	MOVQ $0x00000000, ret+48(FP)
 	RET
 
+// func avx512RowF16(dst uintptr, x uintptr, res uintptr, w uintptr, d int, eps float32) int
+// Requires: AVX, AVX512F
+TEXT ·avx512RowF16(SB), NOSPLIT, $0-56
+	// avx512RowF16 normalizes the row of d binary16 elements at x into dst: y = (x*inv)*w, as the one-row path of the ForwardF16 function would;
+	// res must be nil. It returns rowDone when the row is done; rowNone, having written nothing, when d is not a positive multiple of 64 or the row needs the float64 path.
+	MOVQ       d+32(FP), AX
+	TESTQ      $0x0000003f, AX
+	JNZ        reject
+	TESTQ      AX, AX
+	JZ         reject
+	MOVQ       x+8(FP), CX
+	MOVQ       dst+0(FP), DX
+	MOVQ       w+24(FP), BX
+	VMOVSS     one<>+0(SB), X4
+	VCVTSI2SSQ AX, X4, X4
+	VMOVSS     one<>+0(SB), X5
+	VDIVSS     X4, X5, X5
+
+	// Sum of squares: element i goes to partial i%64; the first block sets the partials.
+	VCVTPH2PS (CX), Z0
+	VMULPS    Z0, Z0, Z0
+	VCVTPH2PS 32(CX), Z1
+	VMULPS    Z1, Z1, Z1
+	VCVTPH2PS 64(CX), Z2
+	VMULPS    Z2, Z2, Z2
+	VCVTPH2PS 96(CX), Z3
+	VMULPS    Z3, Z3, Z3
+	MOVQ      $0x00000040, SI
+	CMPQ      SI, AX
+	JAE       onesummed
+
+	PCALIGN $32
+onesumloop:
+	VCVTPH2PS   (CX)(SI*2), Z6
+	VFMADD231PS Z6, Z6, Z0
+	VCVTPH2PS   32(CX)(SI*2), Z6
+	VFMADD231PS Z6, Z6, Z1
+	VCVTPH2PS   64(CX)(SI*2), Z6
+	VFMADD231PS Z6, Z6, Z2
+	VCVTPH2PS   96(CX)(SI*2), Z6
+	VFMADD231PS Z6, Z6, Z3
+	ADDQ        $0x00000040, SI
+	CMPQ        SI, AX
+	JB          onesumloop
+
+onesummed:
+	VADDPS     Z2, Z0, Z0
+	VADDPS     Z3, Z1, Z1
+	VADDPS     Z1, Z0, Z0
+	VSHUFF64X2 $0xee, Z0, Z0, Z1
+	VADDPS     Z1, Z0, Z0
+	VSHUFF32X4 $0x01, Z0, Z0, Z1
+	VADDPS     Z1, Z0, Z0
+	VPERMILPS  $0x4e, Z0, Z1
+	VADDPS     Z1, Z0, Z0
+	VPERMILPS  $0xb1, Z0, Z1
+	VADDPS     Z1, Z0, Z0
+
+	// t = ss/d + eps (ss*(1/d) when d is a power of two, the same bits); t outside [2^-100, MaxFloat32] returns the row for the float64 path.
+	LEAQ   -1(AX), SI
+	TESTQ  AX, SI
+	JNZ    onediv
+	VMULSS X5, X0, X0
+	JMP    onedivided
+
+onediv:
+	VDIVSS X4, X0, X0
+
+onedivided:
+	VADDSS   eps+40(FP), X0, X0
+	VUCOMISS tlo<>+0(SB), X0
+	JCS      onefloat64
+	VUCOMISS tmax<>+0(SB), X0
+	JHI      onefloat64
+	VSQRTSS  X0, X0, X0
+	VMOVSS   one<>+0(SB), X1
+	VDIVSS   X0, X1, X1
+
+	// y = (x*inv)*w, rounded after each multiply (h in place of x with a residual).
+	VBROADCASTSS X1, Z0
+	XORQ         SI, SI
+	VCVTPH2PS    (CX)(SI*2), Z1
+	VCVTPH2PS    32(CX)(SI*2), Z2
+	VCVTPH2PS    64(CX)(SI*2), Z3
+	VCVTPH2PS    96(CX)(SI*2), Z6
+
+	PCALIGN $32
+onescaleloop:
+	VMULPS    Z0, Z1, Z7
+	VMULPS    Z0, Z2, Z8
+	VMULPS    Z0, Z3, Z9
+	VMULPS    Z0, Z6, Z10
+	LEAQ      64(SI), DI
+	CMPQ      DI, AX
+	JAE       onelast
+	VCVTPH2PS 128(CX)(SI*2), Z1
+	VCVTPH2PS 160(CX)(SI*2), Z2
+	VCVTPH2PS 192(CX)(SI*2), Z3
+	VCVTPH2PS 224(CX)(SI*2), Z6
+
+onelast:
+	VMULPS       (BX)(SI*4), Z7, Z7
+	VMULPS       64(BX)(SI*4), Z8, Z8
+	VCVTPS2PH    $0x00, Z7, Y4
+	VCVTPS2PH    $0x00, Z8, Y5
+	VINSERTI64X4 $0x01, Y5, Z4, Z4
+	VMOVDQU64    Z4, (DX)(SI*2)
+	VMULPS       128(BX)(SI*4), Z9, Z9
+	VMULPS       192(BX)(SI*4), Z10, Z10
+	VCVTPS2PH    $0x00, Z9, Y5
+	VCVTPS2PH    $0x00, Z10, Y4
+	VINSERTI64X4 $0x01, Y4, Z5, Z5
+	VMOVDQU64    Z5, 64(DX)(SI*2)
+	ADDQ         $0x00000040, SI
+	CMPQ         SI, AX
+	JB           onescaleloop
+	VZEROUPPER
+	MOVQ         $0x00000001, ret+48(FP)
+	RET
+
+onefloat64:
+	VZEROUPPER
+	MOVQ $0x00000000, ret+48(FP)
+	RET
+
+reject:
+	MOVQ $0x00000000, ret+48(FP)
+	RET
+
 // func avx512Forward(j uintptr, from int, to int) int
 // Requires: AVX, AVX512F, MMX+
 TEXT ·avx512Forward(SB), NOSPLIT, $384-32
@@ -21641,6 +21770,152 @@ resscaleloop:
 resfloat64:
 	VZEROUPPER
 	MOVQ $0x00000002, ret+48(FP)
+	RET
+
+reject:
+	MOVQ $0x00000000, ret+48(FP)
+	RET
+
+// func avx2RowF16(dst uintptr, x uintptr, res uintptr, w uintptr, d int, eps float32) int
+// Requires: AVX, AVX2, F16C
+TEXT ·avx2RowF16(SB), NOSPLIT, $0-56
+	// avx2RowF16 normalizes the row of d binary16 elements at x into dst: y = (x*inv)*w, as the one-row path of the ForwardF16 function would;
+	// res must be nil. It returns rowDone when the row is done; rowNone, having written nothing, when d is not a positive multiple of 64 or the row needs the float64 path.
+	MOVQ       d+32(FP), AX
+	TESTQ      $0x0000003f, AX
+	JNZ        reject
+	TESTQ      AX, AX
+	JZ         reject
+	MOVQ       x+8(FP), CX
+	MOVQ       dst+0(FP), DX
+	MOVQ       w+24(FP), BX
+	VMOVSS     one<>+0(SB), X8
+	VCVTSI2SSQ AX, X8, X8
+	VMOVSS     one<>+0(SB), X9
+	VDIVSS     X8, X9, X9
+
+	// Sum of squares: element i goes to partial i%64; the first block sets the partials.
+	VCVTPH2PS (CX), Y0
+	VMULPS    Y0, Y0, Y0
+	VCVTPH2PS 16(CX), Y1
+	VMULPS    Y1, Y1, Y1
+	VCVTPH2PS 32(CX), Y2
+	VMULPS    Y2, Y2, Y2
+	VCVTPH2PS 48(CX), Y3
+	VMULPS    Y3, Y3, Y3
+	VCVTPH2PS 64(CX), Y4
+	VMULPS    Y4, Y4, Y4
+	VCVTPH2PS 80(CX), Y5
+	VMULPS    Y5, Y5, Y5
+	VCVTPH2PS 96(CX), Y6
+	VMULPS    Y6, Y6, Y6
+	VCVTPH2PS 112(CX), Y7
+	VMULPS    Y7, Y7, Y7
+	MOVQ      $0x00000040, SI
+	CMPQ      SI, AX
+	JAE       onesummed
+
+	PCALIGN $32
+onesumloop:
+	VCVTPH2PS (CX)(SI*2), Y10
+	VMULPS    Y10, Y10, Y10
+	VADDPS    Y10, Y0, Y0
+	VCVTPH2PS 16(CX)(SI*2), Y10
+	VMULPS    Y10, Y10, Y10
+	VADDPS    Y10, Y1, Y1
+	VCVTPH2PS 32(CX)(SI*2), Y10
+	VMULPS    Y10, Y10, Y10
+	VADDPS    Y10, Y2, Y2
+	VCVTPH2PS 48(CX)(SI*2), Y10
+	VMULPS    Y10, Y10, Y10
+	VADDPS    Y10, Y3, Y3
+	VCVTPH2PS 64(CX)(SI*2), Y10
+	VMULPS    Y10, Y10, Y10
+	VADDPS    Y10, Y4, Y4
+	VCVTPH2PS 80(CX)(SI*2), Y10
+	VMULPS    Y10, Y10, Y10
+	VADDPS    Y10, Y5, Y5
+	VCVTPH2PS 96(CX)(SI*2), Y10
+	VMULPS    Y10, Y10, Y10
+	VADDPS    Y10, Y6, Y6
+	VCVTPH2PS 112(CX)(SI*2), Y10
+	VMULPS    Y10, Y10, Y10
+	VADDPS    Y10, Y7, Y7
+	ADDQ      $0x00000040, SI
+	CMPQ      SI, AX
+	JB        onesumloop
+
+onesummed:
+	VADDPS       Y4, Y0, Y0
+	VADDPS       Y5, Y1, Y1
+	VADDPS       Y6, Y2, Y2
+	VADDPS       Y7, Y3, Y3
+	VADDPS       Y2, Y0, Y0
+	VADDPS       Y3, Y1, Y1
+	VADDPS       Y1, Y0, Y0
+	VEXTRACTF128 $0x01, Y0, X1
+	VADDPS       X1, X0, X1
+	VMOVHLPS     X1, X1, X0
+	VADDPS       X0, X1, X1
+	VMOVSHDUP    X1, X0
+	VADDSS       X0, X1, X1
+
+	// t = ss/d + eps (ss*(1/d) when d is a power of two, the same bits); t outside [2^-100, MaxFloat32] returns the row for the float64 path.
+	LEAQ   -1(AX), SI
+	TESTQ  AX, SI
+	JNZ    onediv
+	VMULSS X9, X1, X0
+	JMP    onedivided
+
+onediv:
+	VDIVSS X8, X1, X0
+
+onedivided:
+	VADDSS   eps+40(FP), X0, X0
+	VUCOMISS tlo<>+0(SB), X0
+	JCS      onefloat64
+	VUCOMISS tmax<>+0(SB), X0
+	JHI      onefloat64
+	VSQRTSS  X0, X0, X0
+	VMOVSS   one<>+0(SB), X1
+	VDIVSS   X0, X1, X1
+
+	// y = (x*inv)*w, rounded after each multiply (h in place of x with a residual).
+	VBROADCASTSS X1, Y0
+	XORQ         SI, SI
+
+	PCALIGN $32
+onescaleloop:
+	VCVTPH2PS   (CX)(SI*2), Y1
+	VMULPS      Y0, Y1, Y1
+	VCVTPH2PS   16(CX)(SI*2), Y2
+	VMULPS      Y0, Y2, Y2
+	VCVTPH2PS   32(CX)(SI*2), Y3
+	VMULPS      Y0, Y3, Y3
+	VCVTPH2PS   48(CX)(SI*2), Y4
+	VMULPS      Y0, Y4, Y4
+	VMULPS      (BX)(SI*4), Y1, Y1
+	VMULPS      32(BX)(SI*4), Y2, Y2
+	VCVTPS2PH   $0x00, Y1, X1
+	VCVTPS2PH   $0x00, Y2, X2
+	VINSERTI128 $0x01, X2, Y1, Y1
+	VMOVDQU     Y1, (DX)(SI*2)
+	VMULPS      64(BX)(SI*4), Y3, Y3
+	VMULPS      96(BX)(SI*4), Y4, Y4
+	VCVTPS2PH   $0x00, Y3, X3
+	VCVTPS2PH   $0x00, Y4, X4
+	VINSERTI128 $0x01, X4, Y3, Y3
+	VMOVDQU     Y3, 32(DX)(SI*2)
+	ADDQ        $0x00000020, SI
+	CMPQ        SI, AX
+	JB          onescaleloop
+	VZEROUPPER
+	MOVQ        $0x00000001, ret+48(FP)
+	RET
+
+onefloat64:
+	VZEROUPPER
+	MOVQ $0x00000000, ret+48(FP)
 	RET
 
 reject:
@@ -65068,6 +65343,20 @@ none: // not a kernel: nothing to jump to
 	MOVQ $0, ret+48(FP)
 	RET
 
+// func callRowF16(dst, x, res, w unsafe.Pointer, d int, eps float32, k kernelID) int: jump to kernel k's row function,
+// with the caller's arguments and return address in place.
+TEXT ·callRowF16(SB), NOSPLIT, $0-56
+	MOVL k+44(FP), CX
+	CMPL CX, $5
+	JAE  noneF16
+	LEAQ rowsF16<>(SB), DX
+	MOVQ (DX)(CX*8), DX
+	JMP  DX
+
+noneF16: // not a kernel: nothing to jump to
+	MOVQ $0, ret+48(FP)
+	RET
+
 // func noRow(dst, x, res, w unsafe.Pointer, d int, eps float32) int
 TEXT ·noRow(SB), NOSPLIT, $0-56
 	MOVQ $0, ret+48(FP)
@@ -65079,3 +65368,10 @@ DATA rows<>+16(SB)/8, $·avx512Row(SB)
 DATA rows<>+24(SB)/8, $·noRow(SB)
 DATA rows<>+32(SB)/8, $·avx512Row(SB)
 GLOBL rows<>(SB), RODATA|NOPTR, $40
+
+DATA rowsF16<>+0(SB)/8, $·noRow(SB)
+DATA rowsF16<>+8(SB)/8, $·avx2RowF16(SB)
+DATA rowsF16<>+16(SB)/8, $·avx512RowF16(SB)
+DATA rowsF16<>+24(SB)/8, $·noRow(SB)
+DATA rowsF16<>+32(SB)/8, $·avx512RowF16(SB)
+GLOBL rowsF16<>(SB), RODATA|NOPTR, $40

@@ -62,6 +62,7 @@ func main() {
 	for _, s := range []*isa{avx512, avx2} {
 		k := spec.Kernel{ID: s.kernelID, Prefix: s.name, Row: true}
 		rowFunc(s, s.name)
+		rowFuncF16(s, s.name)
 		for _, v := range spec.Bodies {
 			k.Variants = append(k.Variants, v)
 			kernel(s, s.name, v, false)

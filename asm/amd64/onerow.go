@@ -193,9 +193,11 @@ func (g *gen) rowBody(p string, r rowRegs, eps Op, mode rowsMode, ret func(ok bo
 			VMOVUPS(v, m)
 		}
 	}
+	// x's vectors: vs bytes each (vb for float32 rows, half that for 16-bit ones), widened by load.
+	vs, eb := g.vstep(), uint8(g.eb)
 	ahead(Mem{Base: x})
 	for k, a := range acc {
-		VMOVUPS(Mem{Base: x, Disp: vb * k}, a)
+		g.load(Mem{Base: x, Disp: vs * k}, a)
 		addRes(a, Mem{Base: x, Disp: vb * k})
 		VMULPS(a, a, a)
 	}
@@ -208,10 +210,9 @@ func (g *gen) rowBody(p string, r rowRegs, eps Op, mode rowsMode, ret func(ok bo
 	ahead(Mem{Base: x, Index: i, Scale: 4})
 	v := g.s.vec()
 	for k, a := range acc {
-		VMOVUPS(Mem{Base: x, Index: i, Scale: 4, Disp: vb * k}, v)
+		g.load(Mem{Base: x, Index: i, Scale: eb, Disp: vs * k}, v)
 		addRes(v, Mem{Base: x, Index: i, Scale: 4, Disp: vb * k})
-		VMULPS(v, v, v)
-		VADDPS(v, a, a)
+		g.square(a, v, false) // float16 on AVX-512 adds with an FMA, as the job's path does (fusedSquares)
 	}
 	ADDQ(U32(block), i)
 	CMPQ(i, d)
@@ -258,12 +259,37 @@ func (g *gen) rowBody(p string, r rowRegs, eps Op, mode rowsMode, ret func(ok bo
 	iv := g.s.vec()
 	VBROADCASTSS(inv, iv)
 	XORQ(i, i)
+	// 16-bit rows on AVX-512 widen x one iteration ahead, as the job's path does (convertsAhead):
+	// the first iteration's here, the next one's after the products of this one.
+	var xs []VecVirtual
+	if g.in16() && g.s == avx512 {
+		xs = make([]VecVirtual, unroll)
+		for k := range xs {
+			xs[k] = g.s.vec()
+			g.load(Mem{Base: src, Index: i, Scale: eb, Disp: vs * k}, xs[k])
+		}
+	}
 	sloop := p + "scaleloop"
 	Label(sloop)
 	ts := make([]VecVirtual, unroll)
 	for k := range ts {
 		ts[k] = g.s.vec()
-		VMULPS(Mem{Base: src, Index: i, Scale: 4, Disp: vb * k}, iv, ts[k])
+		if xs != nil {
+			VMULPS(iv, xs[k], ts[k])
+		} else {
+			g.mulLoad(Mem{Base: src, Index: i, Scale: eb, Disp: vs * k}, iv, ts[k])
+		}
+	}
+	if xs != nil {
+		// Only if the row has another iteration (d is a multiple of 64): never past the row.
+		next, last := GP64(), p+"last"
+		LEAQ(Mem{Base: i, Disp: unroll * g.s.lanes}, next)
+		CMPQ(next, d)
+		JAE(LabelRef(last))
+		for k := range xs {
+			g.load(Mem{Base: src, Index: i, Scale: eb, Disp: vs * (unroll + k)}, xs[k])
+		}
+		Label(last)
 	}
 	store := func(v VecVirtual, m Mem) { VMOVUPS(v, m) }
 	if mode == rowsStreamed {
@@ -271,7 +297,12 @@ func (g *gen) rowBody(p string, r rowRegs, eps Op, mode rowsMode, ret func(ok bo
 	}
 	for k, tv := range ts {
 		VMULPS(Mem{Base: w, Index: i, Scale: 4, Disp: vb * k}, tv, tv)
-		store(tv, Mem{Base: dst, Index: i, Scale: 4, Disp: vb * k})
+		switch {
+		case !g.out16():
+			store(tv, Mem{Base: dst, Index: i, Scale: 4, Disp: vb * k})
+		case k%2 == 1: // 16-bit rows go out a pair of vectors at a time, as on the job's path
+			g.storePair(ts[k-1], tv, Mem{Base: dst, Index: i, Scale: eb, Disp: vs * (k - 1)})
+		}
 	}
 	ADDQ(U32(unroll*g.s.lanes), i) // a whole number of steps per row: d is a multiple of 64
 	CMPQ(i, d)
@@ -315,20 +346,7 @@ func (g *gen) rowBody(p string, r rowRegs, eps Op, mode rowsMode, ret func(ok bo
 // the Go side finishes it on the float64 path from res (job.finish), as it does the rows the
 // job's functions hand back.
 func rowFunc(s *isa, prefix string) {
-	TEXT(prefix+"Row", NOSPLIT, spec.RowAvoSig)
-	for _, l := range spec.RowDoc(prefix + "Row") {
-		Comment(l)
-	}
-	g := &gen{s: s, v: spec.Variant{Format: spec.F32}, eb: 4}
-	g.allocAcc()
-	r := rowRegs{d: Load(Param("d"), GP64()).(GPVirtual)}
-	TESTQ(U32(block-1), r.d)
-	JNZ(LabelRef("reject"))
-	TESTQ(r.d, r.d)
-	JZ(LabelRef("reject"))
-	r.x = Load(Param("x"), GP64()).(GPVirtual)
-	r.dst = Load(Param("dst"), GP64()).(GPVirtual)
-	r.w = Load(Param("w"), GP64()).(GPVirtual)
+	g, r := rowStart(s, prefix, "", spec.F32)
 	res := Load(Param("res"), GP64()).(GPVirtual)
 	TESTQ(res, res)
 	JNZ(LabelRef("residual"))
@@ -340,6 +358,42 @@ func rowFunc(s *isa, prefix string) {
 	g.rowBody("res", r, epsOf(), rowSingle, rowReturn(spec.RowHeld))
 	Label("reject")
 	returnInt(spec.RowNone)
+}
+
+// rowFuncF16 emits prefix+"RowF16", the row function of one binary16 row in cache with a plain
+// weight (ForwardF16 and Norm.ForwardF16 of a single row; res must be nil): rowBody on 16-bit
+// rows, the row's vectors widened by VCVTPH2PS and narrowed in pairs by VCVTPS2PH, with the
+// operations and the order of the job's path (its sum pass's partials, an FMA per square on
+// AVX-512 as fusedSquares, (x*inv)*w), so the bits are the same. Such a call on that path
+// spends most of a short row on the job and the general path's bookkeeping, as Forward's did
+// before rowFunc. It returns rowNone, having written nothing, when d is not a positive multiple
+// of 64 or t = ss/d + eps is out of range (the row then takes the job's path).
+func rowFuncF16(s *isa, prefix string) {
+	g, r := rowStart(s, prefix, "F16", spec.F16)
+	g.rowBody("one", r, epsOf(), rowSingle, rowReturn(spec.RowNone))
+	Label("reject")
+	returnInt(spec.RowNone)
+}
+
+// rowStart begins the row function prefix+"Row"+kind (spec.RowKinds) of rows in format f: its
+// gen, and the registers of its d, x, dst and w, after a jump to reject unless d is a positive
+// multiple of 64.
+func rowStart(s *isa, prefix, kind string, f spec.Format) (*gen, rowRegs) {
+	TEXT(prefix+"Row"+kind, NOSPLIT, spec.RowAvoSig)
+	for _, l := range spec.RowDoc(prefix+"Row"+kind, kind) {
+		Comment(l)
+	}
+	g := &gen{s: s, v: spec.Variant{Format: f}, eb: map[spec.Format]int{spec.F32: 4, spec.F16: 2}[f]}
+	g.allocAcc()
+	r := rowRegs{d: Load(Param("d"), GP64()).(GPVirtual)}
+	TESTQ(U32(block-1), r.d)
+	JNZ(LabelRef("reject"))
+	TESTQ(r.d, r.d)
+	JZ(LabelRef("reject"))
+	r.x = Load(Param("x"), GP64()).(GPVirtual)
+	r.dst = Load(Param("dst"), GP64()).(GPVirtual)
+	r.w = Load(Param("w"), GP64()).(GPVirtual)
+	return g, r
 }
 
 // epsOf is the row function's eps argument, as a memory operand.

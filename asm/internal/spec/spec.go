@@ -501,7 +501,7 @@ type Kernel struct {
 	Variants    []Variant         // the Bodies it has functions for (the others run Base's, or the generic kernel)
 	Conversions []Conversion      // the conversions it has functions for (the others: Base's, or the generic loop)
 	Backward    []BackwardVariant // the BackwardBodies it has functions for (the others: Base's, or the generic kernel)
-	Row         bool              // it has a row function, Prefix+"Row" (RowSignature); else Base's, or none
+	Row         bool              // it has the row functions, Prefix+"Row"+kind (RowKinds, RowSignature); else Base's, or none
 	// Base, if not nil, is the kernel whose functions run what this one has none for: a kernel
 	// that differs from another in a few functions lists only those.
 	Base *Kernel
@@ -546,16 +546,22 @@ const (
 // the row function finds its own where callRow's caller put them.
 const CallRowSignature = "(dst, x, res, w unsafe.Pointer, d int, eps float32, k kernelID) int"
 
-// RowTable returns, for each kernel id from 0 up, the function callRow jumps to: the kernel's row
-// function (or its Base's), noRow elsewhere; nil when no kernel of ks has one.
-func RowTable(ks []Kernel) []string {
+// RowKinds name the row functions of a kernel with Row: "" for float32 rows (Prefix+"Row",
+// callRow), "F16" for binary16 rows (Prefix+"RowF16", callRowF16), whose res must be nil. Both
+// take RowSignature.
+var RowKinds = []string{"", "F16"}
+
+// RowTable returns, for each kernel id from 0 up, the function callRow+kind jumps to: the
+// kernel's row function of that kind (or its Base's), noRow elsewhere; nil when no kernel of ks
+// has one.
+func RowTable(ks []Kernel, kind string) []string {
 	var t []string
 	has := false
 	for _, id := range KernelIDs {
 		fn := "noRow"
 		for i := range ks {
-			if ks[i].ID == id && ks[i].RowFunc() != "" {
-				fn, has = ks[i].RowFunc(), true
+			if ks[i].ID == id && ks[i].RowFunc(kind) != "" {
+				fn, has = ks[i].RowFunc(kind), true
 			}
 		}
 		t = append(t, fn)
@@ -566,29 +572,41 @@ func RowTable(ks []Kernel) []string {
 	return t
 }
 
-// RowTableData returns the assembler text of callRow, noRow and their table, rows<> (amd64).
-// callRow returns rowNone for a k past the table, as noRow does: the Go side passes only kernel
-// ids, and an id that is not one then declines the row instead of jumping anywhere.
+// RowTableData returns the assembler text of callRow and callRowF16, noRow and their tables,
+// rows<> and rowsF16<> (amd64). A call returns rowNone for a k past the table, as noRow does: the
+// Go side passes only kernel ids, and an id that is not one then declines the row instead of
+// jumping anywhere.
 func RowTableData(ks []Kernel) string {
 	var b strings.Builder
-	b.WriteString("\n// func callRow" + CallRowSignature + ": jump to kernel k's row function,\n")
-	b.WriteString("// with the caller's arguments and return address in place.\n")
-	b.WriteString("TEXT ·callRow(SB), NOSPLIT, $0-56\n")
-	fmt.Fprintf(&b, "\tMOVL k+44(FP), CX\n\tCMPL CX, $%d\n\tJAE  none\n", len(KernelIDs))
-	b.WriteString("\tLEAQ rows<>(SB), DX\n\tMOVQ (DX)(CX*8), DX\n\tJMP  DX\n\n")
-	fmt.Fprintf(&b, "none: // not a kernel: nothing to jump to\n\tMOVQ $%d, ret+48(FP)\n\tRET\n\n", RowNone)
-	b.WriteString("// func noRow" + RowSignature + "\n")
-	fmt.Fprintf(&b, "TEXT ·noRow(SB), NOSPLIT, $0-56\n\tMOVQ $%d, ret+48(FP)\n\tRET\n\n", RowNone)
-	t := RowTable(ks)
-	for i, fn := range t {
-		fmt.Fprintf(&b, "DATA rows<>+%d(SB)/8, $·%s(SB)\n", 8*i, fn)
+	for _, kind := range RowKinds {
+		fmt.Fprintf(&b, "\n// func callRow%s%s: jump to kernel k's row function,\n", kind, CallRowSignature)
+		b.WriteString("// with the caller's arguments and return address in place.\n")
+		fmt.Fprintf(&b, "TEXT ·callRow%s(SB), NOSPLIT, $0-56\n", kind)
+		fmt.Fprintf(&b, "\tMOVL k+44(FP), CX\n\tCMPL CX, $%d\n\tJAE  none%s\n", len(KernelIDs), kind)
+		fmt.Fprintf(&b, "\tLEAQ rows%s<>(SB), DX\n\tMOVQ (DX)(CX*8), DX\n\tJMP  DX\n\n", kind)
+		fmt.Fprintf(&b, "none%s: // not a kernel: nothing to jump to\n\tMOVQ $%d, ret+48(FP)\n\tRET\n", kind, RowNone)
 	}
-	fmt.Fprintf(&b, "GLOBL rows<>(SB), RODATA|NOPTR, $%d\n", 8*len(t))
+	b.WriteString("\n// func noRow" + RowSignature + "\n")
+	fmt.Fprintf(&b, "TEXT ·noRow(SB), NOSPLIT, $0-56\n\tMOVQ $%d, ret+48(FP)\n\tRET\n", RowNone)
+	for _, kind := range RowKinds {
+		b.WriteString("\n")
+		t := RowTable(ks, kind)
+		for i, fn := range t {
+			fmt.Fprintf(&b, "DATA rows%s<>+%d(SB)/8, $·%s(SB)\n", kind, 8*i, fn)
+		}
+		fmt.Fprintf(&b, "GLOBL rows%s<>(SB), RODATA|NOPTR, $%d\n", kind, 8*len(t))
+	}
 	return b.String()
 }
 
-// RowDoc is the documentation of the row function name.
-func RowDoc(name string) []string {
+// RowDoc is the documentation of the row function name, of kind (RowKinds).
+func RowDoc(name, kind string) []string {
+	if kind == "F16" {
+		return []string{
+			name + " normalizes the row of d binary16 elements at x into dst: y = (x*inv)*w, as the one-row path of the ForwardF16 function would;",
+			"res must be nil. It returns rowDone when the row is done; rowNone, having written nothing, when d is not a positive multiple of 64 or the row needs the float64 path.",
+		}
+	}
 	return []string{
 		name + " normalizes the row of d floats at x into dst: y = (x*inv)*w, as the one-row path of the Forward function does;",
 		"with res not nil, h = x + res is stored to res first and normalized in place of x, as the Forward function does for a residual (its AddWeighted variant).",
@@ -597,11 +615,12 @@ func RowDoc(name string) []string {
 	}
 }
 
-// RowFunc returns the name of k's row function: k's own, else its Base's, else "" (none).
-func (k *Kernel) RowFunc() string {
+// RowFunc returns the name of k's row function of kind (RowKinds): k's own, else its Base's,
+// else "" (none).
+func (k *Kernel) RowFunc(kind string) string {
 	for ; k != nil; k = k.Base {
 		if k.Row {
-			return k.Prefix + "Row"
+			return k.Prefix + "Row" + kind
 		}
 	}
 	return ""
@@ -681,24 +700,30 @@ func GoStubs(header, constraint string, ks []Kernel) string {
 	}
 	for _, k := range ks {
 		if k.Row {
-			name := k.Prefix + "Row"
-			b.WriteString("\n")
-			for _, line := range RowDoc(name) {
-				fmt.Fprintf(&b, "// %s\n", line)
+			for _, kind := range RowKinds {
+				name := k.Prefix + "Row" + kind
+				b.WriteString("\n")
+				for _, line := range RowDoc(name, kind) {
+					fmt.Fprintf(&b, "// %s\n", line)
+				}
+				fmt.Fprintf(&b, "//\n//go:noescape\nfunc %s%s\n", name, RowSignature)
 			}
-			fmt.Fprintf(&b, "//\n//go:noescape\nfunc %s%s\n", name, RowSignature)
 		}
 	}
-	if RowTable(ks) == nil {
+	if RowTable(ks, "") == nil {
 		b.WriteString("\n// callRow returns rowNone: no kernel of this architecture has a row function.\n")
 		b.WriteString("func callRow" + CallRowSignature + " { return rowNone }\n")
+		b.WriteString("\n// callRowF16 returns rowNone: no kernel of this architecture has a row function.\n")
+		b.WriteString("func callRowF16" + CallRowSignature + " { return rowNone }\n")
 	} else {
 		b.WriteString("\n// callRow runs one float32 row of d with a plain weight (and a residual when res is not nil)\n")
 		b.WriteString("// through kernel k's row function, and returns what it returned: rowNone, having written\n")
 		b.WriteString("// nothing, when k has none (the caller then takes the job's path). An assembly stub that jumps\n")
 		b.WriteString("// to the function, as callKernel does (see RowTable).\n")
 		b.WriteString("//\n//go:noescape\nfunc callRow" + CallRowSignature + "\n")
-		b.WriteString("\n// noRow is callRow's function for the kernels without a row function: it returns rowNone.\n")
+		b.WriteString("\n// callRowF16 is callRow for one binary16 row (res nil), through kernel k's RowF16 function.\n")
+		b.WriteString("//\n//go:noescape\nfunc callRowF16" + CallRowSignature + "\n")
+		b.WriteString("\n// noRow is the row function of the kernels without one: it returns rowNone.\n")
 		b.WriteString("//\n//go:noescape\nfunc noRow" + RowSignature + "\n")
 	}
 	b.WriteString("\n// convertAsm runs conversion op on n elements with kernel k's vector loop and reports whether\n")

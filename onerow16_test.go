@@ -1,0 +1,127 @@
+package rmsnorm
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"testing"
+)
+
+// f16RowClasses are the value classes of TestCallRowF16 beside valueClasses (which, narrowed to
+// binary16, lose their tiny values to zero and their huge ones to ±Inf): values among binary16's
+// subnormals, and values near its largest finite one.
+var f16RowClasses = append(slices.Clone(valueClasses),
+	valueClass{"f16subnormal", func(r *rand.Rand, i int) float32 { return normalValue(r) * 2e-6 }},
+	valueClass{"f16large", func(r *rand.Rand, i int) float32 { return normalValue(r) * 3e4 }},
+)
+
+// TestCallRowF16 calls each kernel's binary16 row function (callRowF16, which ForwardF16,
+// Norm.ForwardF16 and ApplyF16 take for one row in cache) straight, on rows inside buffers of a NaN pattern:
+// with a row function, a row of a multiple of 64 whose t is in range comes out with generic's
+// bits, out of place and in place, and nothing else is written; a row it leaves (t out of range,
+// a length not a multiple of 64, a kernel without a row function) returns rowNone with nothing
+// written at all. ForwardF16 and ApplyF16 (its short path, packedRows) on the same row, which
+// go through it, match generic too.
+func TestCallRowF16(t *testing.T) {
+	const pad = 32
+	const guard = 0x7e5a // a NaN no kernel writes: the generic kernel's NaN is 0x7e00
+	padded := func(d int) (row, buf []uint16) {
+		buf = make([]uint16, d+2*pad)
+		for i := range buf {
+			buf[i] = guard
+		}
+		return buf[pad : pad+d], buf
+	}
+	for _, k := range testKernels() {
+		for _, d := range oneRowDims {
+			for ci, c := range f16RowClasses {
+				for seed := range 3 {
+					r := seedFor(d, ci, seed, 71)
+					x32 := make([]float32, d)
+					fill(x32, c, r)
+					x := narrowAll(x32, formatF16)
+					w := make([]float32, d)
+					fill(w, classNormal, r)
+					eps := []float32{0, 1e-6, 1e-5}[seed]
+					name := fmt.Sprintf("%s/d=%d/%s/seed=%d", k.name(), d, c.name, seed)
+
+					want := make([]uint16, d)
+					forwardRows(&forwardF16Names, formatF16, want, x, w, eps, kernelGeneric)
+					got := make([]uint16, d)
+					forwardRows(&forwardF16Names, formatF16, got, x, w, eps, k)
+					applied := make([]uint16, d)
+					if !packedRows(&rowsOf[uint16, uint16]{Dst: applied, X: x}, formatF16, w, eps, 0, nil, k) {
+						t.Fatalf("%s: ApplyF16's short path declined a valid row", name)
+					}
+					for i := range got {
+						if !same16(got[i], want[i], formatF16) {
+							t.Fatalf("%s: ForwardF16: y[%d] = %#04x, generic %#04x", name, i, got[i], want[i])
+						}
+						if !same16(applied[i], want[i], formatF16) {
+							t.Fatalf("%s: ApplyF16: y[%d] = %#04x, generic %#04x", name, i, applied[i], want[i])
+						}
+					}
+
+					_, inRange := invRMS(sumSquares(widenAll(x, formatF16)), d, eps) // false: the float64 path's row
+					wantRet := rowNone
+					if hasRowFunc(k) && d%64 == 0 && inRange {
+						wantRet = rowDone
+					}
+					for _, inPlace := range []bool{false, true} {
+						dst, buf := padded(d)
+						src := x
+						if inPlace {
+							copy(dst, x)
+							src = dst
+						}
+						before := slices.Clone(buf)
+						if ret := callRowF16(ptr(dst), ptr(src), nil, ptr(w), d, eps, k); ret != wantRet {
+							t.Fatalf("%s, in place %v: callRowF16 returned %d, want %d", name, inPlace, ret, wantRet)
+						}
+						if wantRet == rowNone {
+							if i := slices.Compare(buf, before); i != 0 {
+								t.Fatalf("%s, in place %v: callRowF16 returned rowNone and changed dst's buffer", name, inPlace)
+							}
+							continue
+						}
+						for i := range dst {
+							if !same16(dst[i], want[i], formatF16) {
+								t.Fatalf("%s, in place %v: y[%d] = %#04x, generic %#04x", name, inPlace, i, dst[i], want[i])
+							}
+						}
+						for i := range pad {
+							if buf[i] != guard || buf[pad+d+i] != guard {
+								t.Fatalf("%s, in place %v: callRowF16 wrote outside the row", name, inPlace)
+							}
+						}
+					}
+				}
+			}
+		}
+	}
+}
+
+// TestCallRowF16Declines: callRowF16 returns rowNone and writes nothing for a row of length 0,
+// which its callers never pass but the functions test anyway, and for a kernel id past its table.
+func TestCallRowF16Declines(t *testing.T) {
+	x, w := narrowAll(ones(64), formatF16), ones(64)
+	dst := make([]uint16, 64)
+	for i := range dst {
+		dst[i] = 0x7e5a
+	}
+	for _, k := range append(testKernels(), kernelID(len(kernelNames)), kernelID(1<<31)) {
+		if got := callRowF16(ptr(dst), ptr(x), nil, ptr(w), 0, 1e-6, k); got != rowNone {
+			t.Errorf("kernel %d: callRowF16 returned %d for a row of length 0", k, got)
+		}
+	}
+	for _, k := range []kernelID{kernelID(len(kernelNames)), kernelID(1 << 31)} {
+		if got := callRowF16(ptr(dst), ptr(x), nil, ptr(w), 64, 1e-6, k); got != rowNone {
+			t.Errorf("kernel id %d, past the table: callRowF16 returned %d", k, got)
+		}
+	}
+	for i, y := range dst {
+		if y != 0x7e5a {
+			t.Fatalf("callRowF16 wrote dst[%d] on a row it declined", i)
+		}
+	}
+}

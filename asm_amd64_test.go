@@ -180,22 +180,27 @@ func rowTable(t *testing.T) []string {
 	return asmTable(t, "rows", len(kernelNames))
 }
 
-// rowF16Table is rowTable for callRowF16's table, rowsF16<>.
-func rowF16Table(t *testing.T) []string {
+// rowF16Table is rowTable for callRowF16's table, rowsF16<>, or with kind "F16Buf" for
+// callRowF16Buf's, rowsF16Buf<>.
+func rowF16Table(t *testing.T, kind string) []string {
 	t.Helper()
-	return asmTable(t, "rowsF16", len(kernelNames))
+	return asmTable(t, "rows"+kind, len(kernelNames))
 }
 
 // The kernels that have row functions are those whose table rows hold their own one-row path:
 // avx512 (and kernelAVX512BF16, which runs its float32 and float16 functions) and avx2, for
-// float32 rows (callRow) and binary16 rows (callRowF16); the others have noRow.
+// float32 rows (callRow) and binary16 rows (callRowF16), and avx512 alone for binary16 rows
+// through a float32 copy (callRowF16Buf); the others have noRow.
 func TestRowTable(t *testing.T) {
 	for _, tab := range []struct {
 		call, kind string
 		fns        []string
-	}{{"callRow", "", rowTable(t)}, {"callRowF16", "F16", rowF16Table(t)}} {
+	}{{"callRow", "", rowTable(t)}, {"callRowF16", "F16", rowF16Table(t, "F16")}, {"callRowF16Buf", "F16Buf", rowF16Table(t, "F16Buf")}} {
 		want := map[kernelID]string{kernelGeneric: "noRow", kernelNEON: "noRow", kernelAVX2: "avx2Row" + tab.kind,
 			kernelAVX512: "avx512Row" + tab.kind, kernelAVX512BF16: "avx512Row" + tab.kind}
+		if tab.kind == "F16Buf" {
+			want[kernelAVX2] = "noRow"
+		}
 		for k, fn := range tab.fns {
 			if fn != want[kernelID(k)] {
 				t.Errorf("%s jumps to %s for %s (%d), want %s", tab.call, fn, kernelID(k), k, want[kernelID(k)])
@@ -205,7 +210,7 @@ func TestRowTable(t *testing.T) {
 }
 
 // kernelFuncs returns, for each kernel, the functions it runs: its row of the table callKernel
-// jumps through (rmsnorm_amd64.s), its row functions (the tables of callRow and callRowF16) and the conversions
+// jumps through (rmsnorm_amd64.s), its row functions (the tables of callRow+kind) and the conversions
 // convertAsm calls for it (rmsnorm_amd64.go).
 func kernelFuncs(t *testing.T) map[kernelID][]string {
 	t.Helper()
@@ -220,7 +225,7 @@ func kernelFuncs(t *testing.T) map[kernelID][]string {
 			add(kernelID(k), fn)
 		}
 	}
-	for _, tab := range [][]string{rowTable(t), rowF16Table(t)} {
+	for _, tab := range [][]string{rowTable(t), rowF16Table(t, "F16"), rowF16Table(t, "F16Buf")} {
 		for k, fn := range tab {
 			if fn != "noRow" {
 				add(kernelID(k), fn)
@@ -255,14 +260,14 @@ func TestAsmRequiresMatchDispatch(t *testing.T) {
 	requires := map[string][]string{}
 	for _, fn := range parseAsm(t) {
 		requires[fn.name] = fn.requires
-		// callKernel, callRow and callRowF16, the jumps to a kernel's functions, and noRow run on
-		// every amd64 CPU.
-		if (fn.name == "callKernel" || fn.name == "callRow" || fn.name == "callRowF16" || fn.name == "noRow") && len(fn.requires) > 0 {
+		// callKernel and callRow+kind, the jumps to a kernel's functions, and noRow run on every
+		// amd64 CPU.
+		if (fn.name == "callKernel" || strings.HasPrefix(fn.name, "callRow") || fn.name == "noRow") && len(fn.requires) > 0 {
 			t.Errorf("%s requires %v", fn.name, fn.requires)
 		}
 	}
 	runs := kernelFuncs(t)
-	ran := map[string]bool{"callKernel": true, "callRow": true, "callRowF16": true, "noRow": true}
+	ran := map[string]bool{"callKernel": true, "callRow": true, "callRowF16": true, "callRowF16Buf": true, "noRow": true}
 	for k := range kernelNames {
 		k := kernelID(k)
 		want, ok := kernelFeatures[k]

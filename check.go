@@ -134,7 +134,7 @@ func forwardRows[T elem](nm *names, f format, dst, x []T, w []float32, eps float
 	if rows == 1 && f == formatF32 && d%64 == 0 && 2*nb < uintptr(streamBytes) && callRow(ptr(dst), ptr(x), nil, ptr(w), d, eps, k) == rowDone {
 		return
 	}
-	if rows == 1 && f == formatF16 && d%64 == 0 && 2*nb < uintptr(streamBytes) && callRowF16(ptr(dst), ptr(x), nil, ptr(w), d, eps, k) == rowDone {
+	if rows == 1 && f == formatF16 && d%64 == 0 && 2*nb < uintptr(streamBytes) && rowF16(ptr(dst), ptr(x), ptr(w), d, eps, k) == rowDone {
 		return
 	}
 	v := forwardVariant[f][weighted][0] // k and v are read before j is declared: see job.init
@@ -153,6 +153,17 @@ func forwardRows[T elem](nm *names, f format, dst, x []T, w []float32, eps float
 	if r := callKernel(&j, 0, rows); r < j.rows {
 		j.finish(r, j.rows)
 	}
+}
+
+// rowF16 runs one binary16 row of d with a plain weight through kernel k's row function
+// (callRowF16), or, for the row lengths of f16Buffer, through the one that keeps a float32 copy
+// of the row (callRowF16Buf) where k has it. A row that one leaves (noRow on kernels without it;
+// the float64 path's, rare) goes to callRowF16, which leaves it too, having written nothing.
+func rowF16(dst, x, w unsafe.Pointer, d int, eps float32, k kernelID) int {
+	if within(f16Buffer, d) && callRowF16Buf(dst, x, nil, w, d, eps, k) == rowDone {
+		return rowDone
+	}
+	return callRowF16(dst, x, nil, w, d, eps, k)
 }
 
 // explainForward panics with the first rule a Forward call breaks. It returns, for the caller to
@@ -395,7 +406,7 @@ func packedRows[D, T elem](r *rowsOf[D, T], f format, w []float32, eps float32, 
 	// One binary16 row in cache without a residual (ApplyF16's call for one token): its row
 	// function, as forwardRows does.
 	if rows == 1 && res == nil && f == formatF16 && flags == 0 && !layer && d%64 == 0 && 2*sb < uintptr(streamBytes) &&
-		callRowF16(ptr(r.Dst), ptr(r.X), nil, ptr(w), d, eps, k) == rowDone {
+		rowF16(ptr(r.Dst), ptr(r.X), ptr(w), d, eps, k) == rowDone {
 		return true
 	}
 	held := false

@@ -26,3 +26,7 @@ func callDirect(b *testing.B, k kernelID, j *job) {
 func hasRowFunc(k kernelID) bool {
 	return k == kernelAVX512 || k == kernelAVX512BF16 || k == kernelAVX2
 }
+
+// hasRowF16Buf reports whether kernel k has the binary16 row function through a float32 copy
+// (callRowF16Buf): the AVX-512 kernels.
+func hasRowF16Buf(k kernelID) bool { return k == kernelAVX512 || k == kernelAVX512BF16 }

@@ -19,3 +19,7 @@ func callDirect(b *testing.B, k kernelID, j *job) {
 
 // hasRowFunc reports whether kernel k has a row function (callRow): no arm64 kernel has one.
 func hasRowFunc(k kernelID) bool { return false }
+
+// hasRowF16Buf reports whether kernel k has the binary16 row function through a float32 copy
+// (callRowF16Buf): this build has none.
+func hasRowF16Buf(k kernelID) bool { return false }

@@ -9,3 +9,7 @@ func callDirect(b *testing.B, k kernelID, j *job) { callGeneric(b, k, j) }
 
 // hasRowFunc reports whether kernel k has a row function (callRow): this build has none.
 func hasRowFunc(k kernelID) bool { return false }
+
+// hasRowF16Buf reports whether kernel k has the binary16 row function through a float32 copy
+// (callRowF16Buf): this build has none.
+func hasRowF16Buf(k kernelID) bool { return false }

@@ -23,3 +23,6 @@ func callRow(dst, x, res, w unsafe.Pointer, d int, eps float32, k kernelID) int 
 
 // callRowF16 returns rowNone: this build has no row function (see the assembly builds' callRowF16).
 func callRowF16(dst, x, res, w unsafe.Pointer, d int, eps float32, k kernelID) int { return rowNone }
+
+// callRowF16Buf returns rowNone: this build has no row function (see the assembly builds' callRowF16Buf).
+func callRowF16Buf(dst, x, res, w unsafe.Pointer, d int, eps float32, k kernelID) int { return rowNone }

@@ -35,6 +35,7 @@ var (
 	nextRows     = span(1, 0)
 	nextResidual = span(1, 0)
 	hardwareRows [2]streamrule.HardwareRows
+	f16Buffer    = span(1, 0) // no row functions either
 )
 
 // backPipe is false: flagPipe is for the assembly kernels, which this build does not have.

@@ -4,7 +4,9 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"slices"
+	"sync"
 	"testing"
+	"unsafe"
 )
 
 // f16RowClasses are the value classes of TestCallRowF16 beside valueClasses (which, narrowed to
@@ -15,13 +17,15 @@ var f16RowClasses = append(slices.Clone(valueClasses),
 	valueClass{"f16large", func(r *rand.Rand, i int) float32 { return normalValue(r) * 3e4 }},
 )
 
-// TestCallRowF16 calls each kernel's binary16 row function (callRowF16, which ForwardF16,
-// Norm.ForwardF16 and ApplyF16 take for one row in cache) straight, on rows inside buffers of a NaN pattern:
-// with a row function, a row of a multiple of 64 whose t is in range comes out with generic's
-// bits, out of place and in place, and nothing else is written; a row it leaves (t out of range,
-// a length not a multiple of 64, a kernel without a row function) returns rowNone with nothing
-// written at all. ForwardF16 and ApplyF16 (its short path, packedRows) on the same row, which
-// go through it, match generic too.
+// TestCallRowF16 calls each kernel's binary16 row functions (callRowF16, and callRowF16Buf, the
+// one through a float32 copy on its stack, which ForwardF16, Norm.ForwardF16 and ApplyF16 take
+// for one row in cache) straight, on rows inside buffers of a NaN pattern: with a row function
+// (the copy's: rows of at most 4096), a row of a multiple of 64 whose t is in range comes out
+// with generic's bits, out of place and in place, and nothing else is written; a row it leaves (t
+// out of range, a length not a multiple of 64 or too long, a kernel without the function)
+// returns rowNone with nothing written at all. ForwardF16 and ApplyF16 (its short path,
+// packedRows) on the same row, which go through them, match generic too, with the copy's rule
+// (f16Buffer) off, on for every length and as the machine has it.
 func TestCallRowF16(t *testing.T) {
 	const pad = 32
 	const guard = 0x7e5a // a NaN no kernel writes: the generic kernel's NaN is 0x7e00
@@ -47,51 +51,72 @@ func TestCallRowF16(t *testing.T) {
 
 					want := make([]uint16, d)
 					forwardRows(&forwardF16Names, formatF16, want, x, w, eps, kernelGeneric)
-					got := make([]uint16, d)
-					forwardRows(&forwardF16Names, formatF16, got, x, w, eps, k)
-					applied := make([]uint16, d)
-					if !packedRows(&rowsOf[uint16, uint16]{Dst: applied, X: x}, formatF16, w, eps, 0, nil, k) {
-						t.Fatalf("%s: ApplyF16's short path declined a valid row", name)
-					}
-					for i := range got {
-						if !same16(got[i], want[i], formatF16) {
-							t.Fatalf("%s: ForwardF16: y[%d] = %#04x, generic %#04x", name, i, got[i], want[i])
+					// ForwardF16 and ApplyF16 with the copy's rule off, on for every row it can
+					// take, and as the machine has it.
+					for _, rule := range [][2]int{span(1, 0), span(64, 1<<20), f16Buffer} {
+						saved := f16Buffer
+						f16Buffer = rule
+						got := make([]uint16, d)
+						forwardRows(&forwardF16Names, formatF16, got, x, w, eps, k)
+						applied := make([]uint16, d)
+						ok := packedRows(&rowsOf[uint16, uint16]{Dst: applied, X: x}, formatF16, w, eps, 0, nil, k)
+						f16Buffer = saved
+						if !ok {
+							t.Fatalf("%s: ApplyF16's short path declined a valid row", name)
 						}
-						if !same16(applied[i], want[i], formatF16) {
-							t.Fatalf("%s: ApplyF16: y[%d] = %#04x, generic %#04x", name, i, applied[i], want[i])
+						for i := range got {
+							if !same16(got[i], want[i], formatF16) {
+								t.Fatalf("%s, copy for rows %v: ForwardF16: y[%d] = %#04x, generic %#04x", name, rule, i, got[i], want[i])
+							}
+							if !same16(applied[i], want[i], formatF16) {
+								t.Fatalf("%s, copy for rows %v: ApplyF16: y[%d] = %#04x, generic %#04x", name, rule, i, applied[i], want[i])
+							}
 						}
 					}
 
 					_, inRange := invRMS(sumSquares(widenAll(x, formatF16)), d, eps) // false: the float64 path's row
-					wantRet := rowNone
-					if hasRowFunc(k) && d%64 == 0 && inRange {
-						wantRet = rowDone
+					otherX, other := make([]uint16, d), make([]uint16, d)
+					for i, v := range x {
+						otherX[i] = v ^ 0x8000 ^ uint16(i&1)<<8 // -x, and every other element changed more
 					}
-					for _, inPlace := range []bool{false, true} {
-						dst, buf := padded(d)
-						src := x
-						if inPlace {
-							copy(dst, x)
-							src = dst
+					for _, fn := range []struct {
+						name string
+						call func(dst, x, res, w unsafe.Pointer, d int, eps float32, k kernelID) int
+						has  bool
+					}{{"callRowF16", callRowF16, hasRowFunc(k)}, {"callRowF16Buf", callRowF16Buf, hasRowF16Buf(k) && d <= 4096}} {
+						wantRet := rowNone
+						if fn.has && d%64 == 0 && inRange {
+							wantRet = rowDone
 						}
-						before := slices.Clone(buf)
-						if ret := callRowF16(ptr(dst), ptr(src), nil, ptr(w), d, eps, k); ret != wantRet {
-							t.Fatalf("%s, in place %v: callRowF16 returned %d, want %d", name, inPlace, ret, wantRet)
-						}
-						if wantRet == rowNone {
-							if i := slices.Compare(buf, before); i != 0 {
-								t.Fatalf("%s, in place %v: callRowF16 returned rowNone and changed dst's buffer", name, inPlace)
+						for _, inPlace := range []bool{false, true} {
+							dst, buf := padded(d)
+							src := x
+							if inPlace {
+								copy(dst, x)
+								src = dst
 							}
-							continue
-						}
-						for i := range dst {
-							if !same16(dst[i], want[i], formatF16) {
-								t.Fatalf("%s, in place %v: y[%d] = %#04x, generic %#04x", name, inPlace, i, dst[i], want[i])
+							before := slices.Clone(buf)
+							// Another row first, through the same function from the same frame: a
+							// value the copy on the stack misses would be that row's.
+							fn.call(ptr(other), ptr(otherX), nil, ptr(w), d, eps, k)
+							if ret := fn.call(ptr(dst), ptr(src), nil, ptr(w), d, eps, k); ret != wantRet {
+								t.Fatalf("%s, in place %v: %s returned %d, want %d", name, inPlace, fn.name, ret, wantRet)
 							}
-						}
-						for i := range pad {
-							if buf[i] != guard || buf[pad+d+i] != guard {
-								t.Fatalf("%s, in place %v: callRowF16 wrote outside the row", name, inPlace)
+							if wantRet == rowNone {
+								if i := slices.Compare(buf, before); i != 0 {
+									t.Fatalf("%s, in place %v: %s returned rowNone and changed dst's buffer", name, inPlace, fn.name)
+								}
+								continue
+							}
+							for i := range dst {
+								if !same16(dst[i], want[i], formatF16) {
+									t.Fatalf("%s, in place %v: %s: y[%d] = %#04x, generic %#04x", name, inPlace, fn.name, i, dst[i], want[i])
+								}
+							}
+							for i := range pad {
+								if buf[i] != guard || buf[pad+d+i] != guard {
+									t.Fatalf("%s, in place %v: %s wrote outside the row", name, inPlace, fn.name)
+								}
 							}
 						}
 					}
@@ -122,6 +147,33 @@ func TestCallRowF16Declines(t *testing.T) {
 	for i, y := range dst {
 		if y != 0x7e5a {
 			t.Fatalf("callRowF16 wrote dst[%d] on a row it declined", i)
+		}
+	}
+}
+
+// TestRowF16BufStack runs ForwardF16 on rows the row function with the float32 copy takes (a
+// frame of 16 KiB) from new goroutines, whose stacks start smaller than that unless the runtime
+// has learned to start them larger, so that the function's entry grows them (morestack) before
+// it runs: the rows come out with generic's bits.
+func TestRowF16BufStack(t *testing.T) {
+	saved := f16Buffer
+	f16Buffer = span(64, 4096)
+	defer func() { f16Buffer = saved }()
+	for _, d := range []int{64, 1024, 4096} {
+		x := narrowAll(normalRows(d, 1, d), formatF16)
+		w := normalRows(d, 1, d+1)
+		want := make([]uint16, d)
+		forwardRows(&forwardF16Names, formatF16, want, x, w, 1e-6, kernelGeneric)
+		for _, k := range testKernels() {
+			got := make([]uint16, d)
+			var wg sync.WaitGroup
+			wg.Go(func() { forwardRows(&forwardF16Names, formatF16, got, x, w, 1e-6, k) })
+			wg.Wait()
+			for i := range got {
+				if !same16(got[i], want[i], formatF16) {
+					t.Fatalf("%s, d=%d, from a new goroutine: y[%d] = %#04x, generic %#04x", k.name(), d, i, got[i], want[i])
+				}
+			}
 		}
 	}
 }

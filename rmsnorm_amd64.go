@@ -288,6 +288,12 @@ func avx512Row(dst, x, res, w unsafe.Pointer, d int, eps float32) int
 //go:noescape
 func avx512RowF16(dst, x, res, w unsafe.Pointer, d int, eps float32) int
 
+// avx512RowF16Buf is the F16 row function for rows of at most 4096, through a float32 copy of the row on its stack:
+// the sum pass widens x into it, the scale pass reads it. It returns rowNone, having written nothing, for a longer row too.
+//
+//go:noescape
+func avx512RowF16Buf(dst, x, res, w unsafe.Pointer, d int, eps float32) int
+
 // avx2Row normalizes the row of d floats at x into dst: y = (x*inv)*w, as the one-row path of the Forward function does;
 // with res not nil, h = x + res is stored to res first and normalized in place of x, as the Forward function does for a residual (its AddWeighted variant).
 // It returns rowDone when the row is done; rowNone, having written nothing, when d is not a positive multiple of 64 or a row without res needs the float64 path;
@@ -314,6 +320,11 @@ func callRow(dst, x, res, w unsafe.Pointer, d int, eps float32, k kernelID) int
 //
 //go:noescape
 func callRowF16(dst, x, res, w unsafe.Pointer, d int, eps float32, k kernelID) int
+
+// callRowF16Buf is callRowF16 through kernel k's RowF16Buf function (noRow where it has none).
+//
+//go:noescape
+func callRowF16Buf(dst, x, res, w unsafe.Pointer, d int, eps float32, k kernelID) int
 
 // noRow is the row function of the kernels without one: it returns rowNone.
 //

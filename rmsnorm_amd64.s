@@ -863,6 +863,136 @@ reject:
 	MOVQ $0x00000000, ret+48(FP)
 	RET
 
+// func avx512RowF16Buf(dst uintptr, x uintptr, res uintptr, w uintptr, d int, eps float32) int
+// Requires: AVX, AVX512F
+TEXT ·avx512RowF16Buf(SB), $16448-56
+	// avx512RowF16Buf is the F16 row function for rows of at most 4096, through a float32 copy of the row on its stack:
+	// the sum pass widens x into it, the scale pass reads it. It returns rowNone, having written nothing, for a longer row too.
+	MOVQ  d+32(FP), AX
+	TESTQ $0x0000003f, AX
+	JNZ   reject
+	TESTQ AX, AX
+	JZ    reject
+	MOVQ  x+8(FP), CX
+	MOVQ  dst+0(FP), DX
+	MOVQ  w+24(FP), BX
+	CMPQ  AX, $0x00001000
+	JA    reject
+
+	// The copy starts on a 64-byte boundary: a vector per cache line.
+	LEAQ       63(SP), SI
+	ANDQ       $-64, SI
+	VMOVSS     one<>+0(SB), X4
+	VCVTSI2SSQ AX, X4, X4
+	VMOVSS     one<>+0(SB), X5
+	VDIVSS     X4, X5, X5
+
+	// Sum of squares: element i goes to partial i%64; the first block sets the partials.
+	VCVTPH2PS (CX), Z0
+	VMOVUPS   Z0, (SI)
+	VMULPS    Z0, Z0, Z0
+	VCVTPH2PS 32(CX), Z1
+	VMOVUPS   Z1, 64(SI)
+	VMULPS    Z1, Z1, Z1
+	VCVTPH2PS 64(CX), Z2
+	VMOVUPS   Z2, 128(SI)
+	VMULPS    Z2, Z2, Z2
+	VCVTPH2PS 96(CX), Z3
+	VMOVUPS   Z3, 192(SI)
+	VMULPS    Z3, Z3, Z3
+	MOVQ      $0x00000040, DI
+	CMPQ      DI, AX
+	JAE       bufsummed
+
+	PCALIGN $32
+bufsumloop:
+	VCVTPH2PS   (CX)(DI*2), Z6
+	VMOVUPS     Z6, (SI)(DI*4)
+	VFMADD231PS Z6, Z6, Z0
+	VCVTPH2PS   32(CX)(DI*2), Z6
+	VMOVUPS     Z6, 64(SI)(DI*4)
+	VFMADD231PS Z6, Z6, Z1
+	VCVTPH2PS   64(CX)(DI*2), Z6
+	VMOVUPS     Z6, 128(SI)(DI*4)
+	VFMADD231PS Z6, Z6, Z2
+	VCVTPH2PS   96(CX)(DI*2), Z6
+	VMOVUPS     Z6, 192(SI)(DI*4)
+	VFMADD231PS Z6, Z6, Z3
+	ADDQ        $0x00000040, DI
+	CMPQ        DI, AX
+	JB          bufsumloop
+
+bufsummed:
+	VADDPS     Z2, Z0, Z0
+	VADDPS     Z3, Z1, Z1
+	VADDPS     Z1, Z0, Z0
+	VSHUFF64X2 $0xee, Z0, Z0, Z1
+	VADDPS     Z1, Z0, Z0
+	VSHUFF32X4 $0x01, Z0, Z0, Z1
+	VADDPS     Z1, Z0, Z0
+	VPERMILPS  $0x4e, Z0, Z1
+	VADDPS     Z1, Z0, Z0
+	VPERMILPS  $0xb1, Z0, Z1
+	VADDPS     Z1, Z0, Z0
+
+	// t = ss/d + eps (ss*(1/d) when d is a power of two, the same bits); t outside [2^-100, MaxFloat32] returns the row for the float64 path.
+	LEAQ   -1(AX), CX
+	TESTQ  AX, CX
+	JNZ    bufdiv
+	VMULSS X5, X0, X0
+	JMP    bufdivided
+
+bufdiv:
+	VDIVSS X4, X0, X0
+
+bufdivided:
+	VADDSS   eps+40(FP), X0, X0
+	VUCOMISS tlo<>+0(SB), X0
+	JCS      buffloat64
+	VUCOMISS tmax<>+0(SB), X0
+	JHI      buffloat64
+	VSQRTSS  X0, X0, X0
+	VMOVSS   one<>+0(SB), X1
+	VDIVSS   X0, X1, X1
+
+	// y = (x*inv)*w, rounded after each multiply (h in place of x with a residual).
+	VBROADCASTSS X1, Z0
+	XORQ         DI, DI
+
+	PCALIGN $32
+bufscaleloop:
+	VMULPS       (SI)(DI*4), Z0, Z1
+	VMULPS       64(SI)(DI*4), Z0, Z2
+	VMULPS       128(SI)(DI*4), Z0, Z3
+	VMULPS       192(SI)(DI*4), Z0, Z6
+	VMULPS       (BX)(DI*4), Z1, Z1
+	VMULPS       64(BX)(DI*4), Z2, Z2
+	VCVTPS2PH    $0x00, Z1, Y4
+	VCVTPS2PH    $0x00, Z2, Y1
+	VINSERTI64X4 $0x01, Y1, Z4, Z4
+	VMOVDQU64    Z4, (DX)(DI*2)
+	VMULPS       128(BX)(DI*4), Z3, Z3
+	VMULPS       192(BX)(DI*4), Z6, Z6
+	VCVTPS2PH    $0x00, Z3, Y5
+	VCVTPS2PH    $0x00, Z6, Y1
+	VINSERTI64X4 $0x01, Y1, Z5, Z5
+	VMOVDQU64    Z5, 64(DX)(DI*2)
+	ADDQ         $0x00000040, DI
+	CMPQ         DI, AX
+	JB           bufscaleloop
+	VZEROUPPER
+	MOVQ         $0x00000001, ret+48(FP)
+	RET
+
+buffloat64:
+	VZEROUPPER
+	MOVQ $0x00000000, ret+48(FP)
+	RET
+
+reject:
+	MOVQ $0x00000000, ret+48(FP)
+	RET
+
 // func avx512Forward(j uintptr, from int, to int) int
 // Requires: AVX, AVX512F, MMX+
 TEXT ·avx512Forward(SB), NOSPLIT, $384-32
@@ -65357,6 +65487,20 @@ noneF16: // not a kernel: nothing to jump to
 	MOVQ $0, ret+48(FP)
 	RET
 
+// func callRowF16Buf(dst, x, res, w unsafe.Pointer, d int, eps float32, k kernelID) int: jump to kernel k's row function,
+// with the caller's arguments and return address in place.
+TEXT ·callRowF16Buf(SB), NOSPLIT, $0-56
+	MOVL k+44(FP), CX
+	CMPL CX, $5
+	JAE  noneF16Buf
+	LEAQ rowsF16Buf<>(SB), DX
+	MOVQ (DX)(CX*8), DX
+	JMP  DX
+
+noneF16Buf: // not a kernel: nothing to jump to
+	MOVQ $0, ret+48(FP)
+	RET
+
 // func noRow(dst, x, res, w unsafe.Pointer, d int, eps float32) int
 TEXT ·noRow(SB), NOSPLIT, $0-56
 	MOVQ $0, ret+48(FP)
@@ -65375,3 +65519,10 @@ DATA rowsF16<>+16(SB)/8, $·avx512RowF16(SB)
 DATA rowsF16<>+24(SB)/8, $·noRow(SB)
 DATA rowsF16<>+32(SB)/8, $·avx512RowF16(SB)
 GLOBL rowsF16<>(SB), RODATA|NOPTR, $40
+
+DATA rowsF16Buf<>+0(SB)/8, $·noRow(SB)
+DATA rowsF16Buf<>+8(SB)/8, $·noRow(SB)
+DATA rowsF16Buf<>+16(SB)/8, $·avx512RowF16Buf(SB)
+DATA rowsF16Buf<>+24(SB)/8, $·noRow(SB)
+DATA rowsF16Buf<>+32(SB)/8, $·avx512RowF16Buf(SB)
+GLOBL rowsF16Buf<>(SB), RODATA|NOPTR, $40

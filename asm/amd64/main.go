@@ -60,9 +60,13 @@ func main() {
 	declareClassConstants()
 	var ks []spec.Kernel
 	for _, s := range []*isa{avx512, avx2} {
-		k := spec.Kernel{ID: s.kernelID, Prefix: s.name, Row: true}
+		k := spec.Kernel{ID: s.kernelID, Prefix: s.name, Rows: []string{"", "F16"}}
 		rowFunc(s, s.name)
 		rowFuncF16(s, s.name)
+		if s == avx512 {
+			k.Rows = append(k.Rows, "F16Buf")
+			rowFuncF16Buf(s, s.name)
+		}
 		for _, v := range spec.Bodies {
 			k.Variants = append(k.Variants, v)
 			kernel(s, s.name, v, false)
@@ -121,7 +125,7 @@ func bf16Kernel(base spec.Kernel) spec.Kernel {
 // those of the scale loops that convert x ahead: see scaleLoop), which fixAssembly aligns to 32
 // bytes (Avo has no PCALIGN);
 // alignLoops keeps it out of the backward kernels, whose sum loop has one of these names too.
-var loopHeads = regexp.MustCompile(`(?m)^(((add|sq)?sumloop|(add|sq)?sumpfloop|scale(pf|nt|nthw|fast|fastpf)?loop(offset|noweight)?(ahead)?|onesumloop|onescaleloop|ressumloop|resscaleloop|rowssumloop|rowsscaleloop|streamsumloop|streamscaleloop):\n)`)
+var loopHeads = regexp.MustCompile(`(?m)^(((add|sq)?sumloop|(add|sq)?sumpfloop|scale(pf|nt|nthw|fast|fastpf)?loop(offset|noweight)?(ahead)?|onesumloop|onescaleloop|bufsumloop|bufscaleloop|ressumloop|resscaleloop|rowssumloop|rowsscaleloop|streamsumloop|streamscaleloop):\n)`)
 
 // alignLoops puts PCALIGN $32 before the loopHeads of every function but the backward ones. It
 // fails where a label would come right before a PCALIGN: a branch to such a label made the Go

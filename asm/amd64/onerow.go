@@ -148,9 +148,11 @@ func (g *gen) rowPath(p, general string, from, to GPVirtual, mode rowsMode) {
 // x and dst being done, and with a loop over rows the bytes between rows (sx, sd), the row's
 // index (from) and the end (to). ip is where inv of row from goes (Inv), a register holding nil or
 // the address, or none at all (rowFunc, which has no Inv). res, in the row function's residual
-// body only, is the residual's row: h = x + res goes there and is normalized in place of x.
+// body only, is the residual's row: h = x + res goes there and is normalized in place of x. buf,
+// in rowFuncF16Buf only, is the float32 copy of the row the sum pass writes and the scale pass
+// reads.
 type rowRegs struct {
-	d, w, x, dst, sx, sd, from, to, ip, res GPVirtual
+	d, w, x, dst, sx, sd, from, to, ip, res, buf GPVirtual
 }
 
 // rowBody emits the arithmetic of the one-row path for the rows r describes: the sum of squares,
@@ -199,6 +201,9 @@ func (g *gen) rowBody(p string, r rowRegs, eps Op, mode rowsMode, ret func(ok bo
 	for k, a := range acc {
 		g.load(Mem{Base: x, Disp: vs * k}, a)
 		addRes(a, Mem{Base: x, Disp: vb * k})
+		if r.buf != nil {
+			VMOVUPS(a, Mem{Base: r.buf, Disp: vb * k})
+		}
 		VMULPS(a, a, a)
 	}
 	i := GP64()
@@ -212,6 +217,9 @@ func (g *gen) rowBody(p string, r rowRegs, eps Op, mode rowsMode, ret func(ok bo
 	for k, a := range acc {
 		g.load(Mem{Base: x, Index: i, Scale: eb, Disp: vs * k}, v)
 		addRes(v, Mem{Base: x, Index: i, Scale: 4, Disp: vb * k})
+		if r.buf != nil {
+			VMOVUPS(v, Mem{Base: r.buf, Index: i, Scale: 4, Disp: vb * k})
+		}
 		g.square(a, v, false) // float16 on AVX-512 adds with an FMA, as the job's path does (fusedSquares)
 	}
 	ADDQ(U32(block), i)
@@ -262,7 +270,7 @@ func (g *gen) rowBody(p string, r rowRegs, eps Op, mode rowsMode, ret func(ok bo
 	// 16-bit rows on AVX-512 widen x one iteration ahead, as the job's path does (convertsAhead):
 	// the first iteration's here, the next one's after the products of this one.
 	var xs []VecVirtual
-	if g.in16() && g.s == avx512 {
+	if g.in16() && g.s == avx512 && r.buf == nil {
 		xs = make([]VecVirtual, unroll)
 		for k := range xs {
 			xs[k] = g.s.vec()
@@ -276,6 +284,8 @@ func (g *gen) rowBody(p string, r rowRegs, eps Op, mode rowsMode, ret func(ok bo
 		ts[k] = g.s.vec()
 		if xs != nil {
 			VMULPS(iv, xs[k], ts[k])
+		} else if r.buf != nil {
+			VMULPS(Mem{Base: r.buf, Index: i, Scale: 4, Disp: vb * k}, iv, ts[k])
 		} else {
 			g.mulLoad(Mem{Base: src, Index: i, Scale: eb, Disp: vs * k}, iv, ts[k])
 		}
@@ -379,7 +389,11 @@ func rowFuncF16(s *isa, prefix string) {
 // gen, and the registers of its d, x, dst and w, after a jump to reject unless d is a positive
 // multiple of 64.
 func rowStart(s *isa, prefix, kind string, f spec.Format) (*gen, rowRegs) {
-	TEXT(prefix+"Row"+kind, NOSPLIT, spec.RowAvoSig)
+	fl := NOSPLIT
+	if kind == "F16Buf" {
+		fl = 0 // a frame of 16 KiB: the function checks its stack (morestack) as Go functions do
+	}
+	TEXT(prefix+"Row"+kind, fl, spec.RowAvoSig)
 	for _, l := range spec.RowDoc(prefix+"Row"+kind, kind) {
 		Comment(l)
 	}
@@ -394,6 +408,32 @@ func rowStart(s *isa, prefix, kind string, f spec.Format) (*gen, rowRegs) {
 	r.dst = Load(Param("dst"), GP64()).(GPVirtual)
 	r.w = Load(Param("w"), GP64()).(GPVirtual)
 	return g, r
+}
+
+// f16BufMax is the longest row rowFuncF16Buf takes: its copy of the row, in float32, is on its
+// stack, 16 KiB.
+const f16BufMax = 4096
+
+// rowFuncF16Buf emits prefix+"RowF16Buf", rowFuncF16's row through a float32 copy on the stack
+// (AVX-512), for the rows streamrule.F16Buffer gives it: the sum pass stores each widened vector
+// of x there beside squaring it (the store port is idle in that pass), and the scale pass reads
+// the copy instead of widening x again, so a row takes two conversions per vector instead of
+// three (VCVTPH2PS and VCVTPS2PH share the adder-side pipes with each other on Zen 5; see
+// bench/results/amd-zen5-turin.txt). The copy is the widened values themselves, so the bits are
+// rowFuncF16's. Rows longer than f16BufMax return rowNone, having written nothing.
+func rowFuncF16Buf(s *isa, prefix string) {
+	g, r := rowStart(s, prefix, "F16Buf", spec.F16)
+	buf := AllocLocal(4*f16BufMax + 64)
+	CMPQ(r.d, U32(f16BufMax))
+	JA(LabelRef("reject"))
+	Comment("The copy starts on a 64-byte boundary: a vector per cache line.")
+	r.buf = GP64()
+	buf.Disp += 63
+	LEAQ(buf, r.buf)
+	ANDQ(I32(-64), r.buf)
+	g.rowBody("buf", r, epsOf(), rowSingle, rowReturn(spec.RowNone))
+	Label("reject")
+	returnInt(spec.RowNone)
 }
 
 // epsOf is the row function's eps argument, as a memory operand.

@@ -6,6 +6,7 @@ package spec
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 )
 
@@ -501,7 +502,7 @@ type Kernel struct {
 	Variants    []Variant         // the Bodies it has functions for (the others run Base's, or the generic kernel)
 	Conversions []Conversion      // the conversions it has functions for (the others: Base's, or the generic loop)
 	Backward    []BackwardVariant // the BackwardBodies it has functions for (the others: Base's, or the generic kernel)
-	Row         bool              // it has the row functions, Prefix+"Row"+kind (RowKinds, RowSignature); else Base's, or none
+	Rows        []string          // the RowKinds it has row functions of, Prefix+"Row"+kind (RowSignature); the others Base's, or none
 	// Base, if not nil, is the kernel whose functions run what this one has none for: a kernel
 	// that differs from another in a few functions lists only those.
 	Base *Kernel
@@ -546,10 +547,11 @@ const (
 // the row function finds its own where callRow's caller put them.
 const CallRowSignature = "(dst, x, res, w unsafe.Pointer, d int, eps float32, k kernelID) int"
 
-// RowKinds name the row functions of a kernel with Row: "" for float32 rows (Prefix+"Row",
-// callRow), "F16" for binary16 rows (Prefix+"RowF16", callRowF16), whose res must be nil. Both
-// take RowSignature.
-var RowKinds = []string{"", "F16"}
+// RowKinds name the kinds of row function (Kernel.Rows): "" for float32 rows (Prefix+"Row",
+// callRow), "F16" for binary16 rows (Prefix+"RowF16", callRowF16) and "F16Buf" for binary16 rows
+// through a float32 copy on the stack (Prefix+"RowF16Buf", callRowF16Buf), whose res must be nil.
+// All take RowSignature.
+var RowKinds = []string{"", "F16", "F16Buf"}
 
 // RowTable returns, for each kernel id from 0 up, the function callRow+kind jumps to: the
 // kernel's row function of that kind (or its Base's), noRow elsewhere; nil when no kernel of ks
@@ -572,8 +574,8 @@ func RowTable(ks []Kernel, kind string) []string {
 	return t
 }
 
-// RowTableData returns the assembler text of callRow and callRowF16, noRow and their tables,
-// rows<> and rowsF16<> (amd64). A call returns rowNone for a k past the table, as noRow does: the
+// RowTableData returns the assembler text of callRow+kind for each of RowKinds, noRow and their
+// tables, rows+kind<> (amd64). A call returns rowNone for a k past the table, as noRow does: the
 // Go side passes only kernel ids, and an id that is not one then declines the row instead of
 // jumping anywhere.
 func RowTableData(ks []Kernel) string {
@@ -601,6 +603,12 @@ func RowTableData(ks []Kernel) string {
 
 // RowDoc is the documentation of the row function name, of kind (RowKinds).
 func RowDoc(name, kind string) []string {
+	if kind == "F16Buf" {
+		return []string{
+			name + " is the F16 row function for rows of at most 4096, through a float32 copy of the row on its stack:",
+			"the sum pass widens x into it, the scale pass reads it. It returns rowNone, having written nothing, for a longer row too.",
+		}
+	}
 	if kind == "F16" {
 		return []string{
 			name + " normalizes the row of d binary16 elements at x into dst: y = (x*inv)*w, as the one-row path of the ForwardF16 function would;",
@@ -619,7 +627,7 @@ func RowDoc(name, kind string) []string {
 // else "" (none).
 func (k *Kernel) RowFunc(kind string) string {
 	for ; k != nil; k = k.Base {
-		if k.Row {
+		if slices.Contains(k.Rows, kind) {
 			return k.Prefix + "Row" + kind
 		}
 	}
@@ -699,15 +707,13 @@ func GoStubs(header, constraint string, ks []Kernel) string {
 		}
 	}
 	for _, k := range ks {
-		if k.Row {
-			for _, kind := range RowKinds {
-				name := k.Prefix + "Row" + kind
-				b.WriteString("\n")
-				for _, line := range RowDoc(name, kind) {
-					fmt.Fprintf(&b, "// %s\n", line)
-				}
-				fmt.Fprintf(&b, "//\n//go:noescape\nfunc %s%s\n", name, RowSignature)
+		for _, kind := range k.Rows {
+			name := k.Prefix + "Row" + kind
+			b.WriteString("\n")
+			for _, line := range RowDoc(name, kind) {
+				fmt.Fprintf(&b, "// %s\n", line)
 			}
+			fmt.Fprintf(&b, "//\n//go:noescape\nfunc %s%s\n", name, RowSignature)
 		}
 	}
 	if RowTable(ks, "") == nil {
@@ -715,6 +721,8 @@ func GoStubs(header, constraint string, ks []Kernel) string {
 		b.WriteString("func callRow" + CallRowSignature + " { return rowNone }\n")
 		b.WriteString("\n// callRowF16 returns rowNone: no kernel of this architecture has a row function.\n")
 		b.WriteString("func callRowF16" + CallRowSignature + " { return rowNone }\n")
+		b.WriteString("\n// callRowF16Buf returns rowNone: no kernel of this architecture has a row function.\n")
+		b.WriteString("func callRowF16Buf" + CallRowSignature + " { return rowNone }\n")
 	} else {
 		b.WriteString("\n// callRow runs one float32 row of d with a plain weight (and a residual when res is not nil)\n")
 		b.WriteString("// through kernel k's row function, and returns what it returned: rowNone, having written\n")
@@ -723,6 +731,8 @@ func GoStubs(header, constraint string, ks []Kernel) string {
 		b.WriteString("//\n//go:noescape\nfunc callRow" + CallRowSignature + "\n")
 		b.WriteString("\n// callRowF16 is callRow for one binary16 row (res nil), through kernel k's RowF16 function.\n")
 		b.WriteString("//\n//go:noescape\nfunc callRowF16" + CallRowSignature + "\n")
+		b.WriteString("\n// callRowF16Buf is callRowF16 through kernel k's RowF16Buf function (noRow where it has none).\n")
+		b.WriteString("//\n//go:noescape\nfunc callRowF16Buf" + CallRowSignature + "\n")
 		b.WriteString("\n// noRow is the row function of the kernels without one: it returns rowNone.\n")
 		b.WriteString("//\n//go:noescape\nfunc noRow" + RowSignature + "\n")
 	}

@@ -157,8 +157,9 @@ func forwardRows[T elem](nm *names, f format, dst, x []T, w []float32, eps float
 
 // rowF16 runs one binary16 row of d with a plain weight through kernel k's row function
 // (callRowF16), or, for the row lengths of f16Buffer, through the one that keeps a float32 copy
-// of the row (callRowF16Buf) where k has it. A row that one leaves (noRow on kernels without it;
-// the float64 path's, rare) goes to callRowF16, which leaves it too, having written nothing.
+// of the row (callRowF16Buf) where k has it. A row that one leaves goes to callRowF16: on a
+// kernel without it (noRow) that does the row; the float64 path's row (t out of range: for
+// binary16 only a row of zeros with eps 0) it leaves too, having written nothing.
 func rowF16(dst, x, w unsafe.Pointer, d int, eps float32, k kernelID) int {
 	if within(f16Buffer, d) && callRowF16Buf(dst, x, nil, w, d, eps, k) == rowDone {
 		return rowDone

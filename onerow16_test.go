@@ -126,27 +126,61 @@ func TestCallRowF16(t *testing.T) {
 	}
 }
 
-// TestCallRowF16Declines: callRowF16 returns rowNone and writes nothing for a row of length 0,
-// which its callers never pass but the functions test anyway, and for a kernel id past its table.
+// TestCallRowF16Declines: callRowF16 and callRowF16Buf return rowNone and write nothing for a
+// row of length 0, which their callers never pass but the functions test anyway, and for a kernel
+// id past their tables.
 func TestCallRowF16Declines(t *testing.T) {
 	x, w := narrowAll(ones(64), formatF16), ones(64)
 	dst := make([]uint16, 64)
 	for i := range dst {
 		dst[i] = 0x7e5a
 	}
-	for _, k := range append(testKernels(), kernelID(len(kernelNames)), kernelID(1<<31)) {
-		if got := callRowF16(ptr(dst), ptr(x), nil, ptr(w), 0, 1e-6, k); got != rowNone {
-			t.Errorf("kernel %d: callRowF16 returned %d for a row of length 0", k, got)
+	for _, fn := range []struct {
+		name string
+		call func(dst, x, res, w unsafe.Pointer, d int, eps float32, k kernelID) int
+	}{{"callRowF16", callRowF16}, {"callRowF16Buf", callRowF16Buf}} {
+		for _, k := range append(testKernels(), kernelID(len(kernelNames)), kernelID(1<<31)) {
+			if got := fn.call(ptr(dst), ptr(x), nil, ptr(w), 0, 1e-6, k); got != rowNone {
+				t.Errorf("kernel %d: %s returned %d for a row of length 0", k, fn.name, got)
+			}
+		}
+		for _, k := range []kernelID{kernelID(len(kernelNames)), kernelID(1 << 31)} {
+			if got := fn.call(ptr(dst), ptr(x), nil, ptr(w), 64, 1e-6, k); got != rowNone {
+				t.Errorf("kernel id %d, past the table: %s returned %d", k, fn.name, got)
+			}
+		}
+		for i, y := range dst {
+			if y != 0x7e5a {
+				t.Fatalf("%s wrote dst[%d] on a row it declined", fn.name, i)
+			}
 		}
 	}
-	for _, k := range []kernelID{kernelID(len(kernelNames)), kernelID(1 << 31)} {
-		if got := callRowF16(ptr(dst), ptr(x), nil, ptr(w), 64, 1e-6, k); got != rowNone {
-			t.Errorf("kernel id %d, past the table: callRowF16 returned %d", k, got)
-		}
-	}
-	for i, y := range dst {
-		if y != 0x7e5a {
-			t.Fatalf("callRowF16 wrote dst[%d] on a row it declined", i)
+}
+
+// TestRowF16LayerNormBias: a LayerNorm of a bias alone (no Center) on one binary16 row of a
+// multiple of 64, which packedRows takes, keeps its bias: the row functions, which have none,
+// are not for it. Against generic, by ForwardF16 and ApplyF16.
+func TestRowF16LayerNormBias(t *testing.T) {
+	defer active.Store(active.Load())
+	for _, d := range []int{64, 1024} {
+		x := narrowAll(normalRows(d, 1, 3), formatF16)
+		n := Norm{Weight: normalRows(d, 1, 4), Bias: normalRows(d, 1, 5), Eps: 1e-6}
+		want := make([]uint16, d)
+		applyKernel(kernelGeneric, &n, formatF16, &rowsOf[uint16, uint16]{Dst: want, X: x})
+		for _, k := range testKernels() {
+			active.Store(uint32(k))
+			for _, c := range []struct {
+				name string
+				f    func(y []uint16)
+			}{{"Norm.ForwardF16", func(y []uint16) { n.ForwardF16(y, x) }}, {"ApplyF16", func(y []uint16) { n.ApplyF16(Rows16{Dst: y, X: x}) }}} {
+				y := make([]uint16, d)
+				c.f(y)
+				for i := range y {
+					if !same16(y[i], want[i], formatF16) {
+						t.Fatalf("%s d=%d %s: y[%d] = %#04x, generic %#04x", k, d, c.name, i, y[i], want[i])
+					}
+				}
+			}
 		}
 	}
 }

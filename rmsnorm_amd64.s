@@ -583,7 +583,7 @@ onedivided:
 	VMOVSS   one<>+0(SB), X1
 	VDIVSS   X0, X1, X1
 
-	// y = (x*inv)*w, rounded after each multiply (h in place of x with a residual).
+	// y = (x*inv)*w, rounded after each multiply.
 	VBROADCASTSS X1, Z0
 	XORQ         SI, SI
 
@@ -700,7 +700,7 @@ resdivided:
 	VMOVSS   one<>+0(SB), X1
 	VDIVSS   X0, X1, X1
 
-	// y = (x*inv)*w, rounded after each multiply (h in place of x with a residual).
+	// y = (h*inv)*w, rounded after each multiply: h, stored to res, in place of x.
 	VBROADCASTSS X1, Z0
 	XORQ         DI, DI
 
@@ -812,7 +812,7 @@ onedivided:
 	VMOVSS   one<>+0(SB), X1
 	VDIVSS   X0, X1, X1
 
-	// y = (x*inv)*w, rounded after each multiply (h in place of x with a residual).
+	// y = (x*inv)*w, rounded after each multiply.
 	VBROADCASTSS X1, Z0
 	XORQ         SI, SI
 	VCVTPH2PS    (CX)(SI*2), Z1
@@ -955,7 +955,7 @@ bufdivided:
 	VMOVSS   one<>+0(SB), X1
 	VDIVSS   X0, X1, X1
 
-	// y = (x*inv)*w, rounded after each multiply (h in place of x with a residual).
+	// y = (x*inv)*w, rounded after each multiply: x from the float32 copy.
 	VBROADCASTSS X1, Z0
 	XORQ         DI, DI
 
@@ -1103,7 +1103,7 @@ onedivided:
 	VMOVSS X1, (R8)(CX*4)
 
 onescale:
-	// y = (x*inv)*w, rounded after each multiply (h in place of x with a residual).
+	// y = (x*inv)*w, rounded after each multiply.
 	VBROADCASTSS X1, Z0
 	XORQ         R9, R9
 
@@ -1236,7 +1236,7 @@ rowsdivided:
 	VMOVSS X1, (R9)(CX*4)
 
 rowsscale:
-	// y = (x*inv)*w, rounded after each multiply (h in place of x with a residual).
+	// y = (x*inv)*w, rounded after each multiply.
 	VBROADCASTSS X1, Z0
 	XORQ         R12, R12
 
@@ -1383,7 +1383,7 @@ streamdivided:
 	VMOVSS X1, (R9)(CX*4)
 
 streamscale:
-	// y = (x*inv)*w, rounded after each multiply (h in place of x with a residual).
+	// y = (x*inv)*w, rounded after each multiply.
 	VBROADCASTSS X1, Z0
 	XORQ         R12, R12
 
@@ -21717,7 +21717,7 @@ onedivided:
 	VMOVSS   one<>+0(SB), X1
 	VDIVSS   X0, X1, X1
 
-	// y = (x*inv)*w, rounded after each multiply (h in place of x with a residual).
+	// y = (x*inv)*w, rounded after each multiply.
 	VBROADCASTSS X1, Y0
 	XORQ         SI, SI
 
@@ -21872,7 +21872,7 @@ resdivided:
 	VMOVSS   one<>+0(SB), X1
 	VDIVSS   X0, X1, X1
 
-	// y = (x*inv)*w, rounded after each multiply (h in place of x with a residual).
+	// y = (h*inv)*w, rounded after each multiply: h, stored to res, in place of x.
 	VBROADCASTSS X1, Y0
 	XORQ         DI, DI
 
@@ -22010,7 +22010,7 @@ onedivided:
 	VMOVSS   one<>+0(SB), X1
 	VDIVSS   X0, X1, X1
 
-	// y = (x*inv)*w, rounded after each multiply (h in place of x with a residual).
+	// y = (x*inv)*w, rounded after each multiply.
 	VBROADCASTSS X1, Y0
 	XORQ         SI, SI
 
@@ -22184,7 +22184,7 @@ onedivided:
 	VMOVSS X1, (R8)(CX*4)
 
 onescale:
-	// y = (x*inv)*w, rounded after each multiply (h in place of x with a residual).
+	// y = (x*inv)*w, rounded after each multiply.
 	VBROADCASTSS X1, Y0
 	XORQ         R9, R9
 
@@ -22339,7 +22339,7 @@ rowsdivided:
 	VMOVSS X1, (R9)(CX*4)
 
 rowsscale:
-	// y = (x*inv)*w, rounded after each multiply (h in place of x with a residual).
+	// y = (x*inv)*w, rounded after each multiply.
 	VBROADCASTSS X1, Y0
 	XORQ         R12, R12
 
@@ -22508,7 +22508,7 @@ streamdivided:
 	VMOVSS X1, (R9)(CX*4)
 
 streamscale:
-	// y = (x*inv)*w, rounded after each multiply (h in place of x with a residual).
+	// y = (x*inv)*w, rounded after each multiply.
 	VBROADCASTSS X1, Y0
 	XORQ         R12, R12
 

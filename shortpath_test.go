@@ -42,11 +42,11 @@ func pathAtFault(t *testing.T, name string, f func()) (path []string) {
 					path = append(path, p)
 				}
 			}
-			// A row function, <kernel>Row (callRow jumps to it, so that it is the frame below its
-			// caller's).
+			// A row function, <kernel>Row+kind (callRow+kind jumps to it, so that it is the frame
+			// below its caller's): "row" for float32 rows, "rowF16" and "rowF16Buf" for binary16.
 			for _, k := range kernelNames {
-				if fr.Function == "github.com/gosimd/rmsnorm."+k+"Row" {
-					path = append(path, "row")
+				if kind, ok := strings.CutPrefix(fr.Function, "github.com/gosimd/rmsnorm."+k+"Row"); ok {
+					path = append(path, "row"+kind)
 					break
 				}
 			}
@@ -96,6 +96,10 @@ func TestShortPathTaken(t *testing.T) {
 		{"Apply UnitOffset Residual", "packedRows", func() { uo.Apply(Rows{Dst: y, X: x, Residual: res}) }},
 		{"Norm.ForwardBF16", "forwardRows", func() { plain.ForwardBF16(y16, x16) }},
 		{"Norm.ForwardF16 Workers 1", "forwardRows", func() { one.ForwardF16(y16, x16) }},
+		{"ForwardF16", "forwardRows", func() { ForwardF16(y16, x16, w, 1e-6) }},
+		{"Norm.ForwardF16", "forwardRows", func() { plain.ForwardF16(y16, x16) }},
+		{"ApplyF16", "packedRows", func() { plain.ApplyF16(Rows16{Dst: y16, X: x16}) }},
+		{"ApplyF16 LayerNorm bias only", "packedRows", func() { lnBias.ApplyF16(Rows16{Dst: y16, X: x16}) }},
 		{"Norm.ForwardBF16 UnitOffset", "packedRows", func() { uo.ForwardBF16(y16, x16) }},
 		{"Norm.ForwardF16 RoundNormalized", "packedRows", func() { rn.ForwardF16(y16, x16) }},
 		{"ApplyBF16", "packedRows", func() { plain.ApplyBF16(Rows16{Dst: y16, X: x16}) }},
@@ -129,16 +133,42 @@ func TestShortPathTaken(t *testing.T) {
 	// function.
 	rowCalls := map[string]bool{"Forward": true, "Norm.Forward": true, "Norm.Forward Workers 1": true, "Apply": true, "Apply Workers 1": true,
 		"Apply Residual": true, "Apply Residual Workers 1": true}
+	// The same for one binary16 row (callRowF16; of 64 elements, which f16Buffer never takes).
+	rowF16Calls := map[string]bool{"ForwardF16": true, "Norm.ForwardF16": true, "Norm.ForwardF16 Workers 1": true, "ApplyF16": true}
 	defer active.Store(active.Load())
 	for _, k := range testKernels() {
 		active.Store(uint32(k)) // SetKernel("avx512") would pick kernelAVX512BF16 where it stands for avx512
 		for _, c := range cases {
 			want := []string{c.path}
-			if rowCalls[c.name] && hasRowFunc(k) {
+			switch {
+			case rowCalls[c.name] && hasRowFunc(k):
 				want = []string{"row", c.path}
+			case rowF16Calls[c.name] && hasRowFunc(k):
+				want = []string{"rowF16", c.path}
 			}
 			if got := pathAtFault(t, c.name, c.f); !slices.Equal(got, want) {
 				t.Errorf("%s %s: the kernel was called from %v, want %v", k, c.name, got, want)
+			}
+		}
+		// A binary16 row of 2048 with the copy's rule on (as on Zen 5) goes to callRowF16Buf on
+		// the kernels that have it, to callRowF16 on the others with a row function.
+		{
+			const d = 2048
+			xl := unsafe.Slice((*uint16)(unsafe.Pointer(&g.mem[0])), d)
+			wl, yl := ones(d), make([]uint16, d)
+			want := []string{"forwardRows"}
+			switch {
+			case hasRowF16Buf(k):
+				want = []string{"rowF16Buf", "forwardRows"}
+			case hasRowFunc(k):
+				want = []string{"rowF16", "forwardRows"}
+			}
+			saved := f16Buffer
+			f16Buffer = span(2048, 4096)
+			got := pathAtFault(t, "ForwardF16 1x2048", func() { ForwardF16(yl, xl, wl, 1e-6) })
+			f16Buffer = saved
+			if !slices.Equal(got, want) {
+				t.Errorf("%s ForwardF16 1x2048 with the copy's rule on: the kernel was called from %v, want %v", k, got, want)
 			}
 		}
 		// A row beyond the streaming threshold keeps the job, whose kernels stream it.

@@ -259,7 +259,14 @@ func (g *gen) rowBody(p string, r rowRegs, eps Op, mode rowsMode, ret func(ok bo
 	}
 	Label(scale)
 
-	Comment("y = (x*inv)*w, rounded after each multiply (h in place of x with a residual).")
+	switch {
+	case r.res != nil:
+		Comment("y = (h*inv)*w, rounded after each multiply: h, stored to res, in place of x.")
+	case r.buf != nil:
+		Comment("y = (x*inv)*w, rounded after each multiply: x from the float32 copy.")
+	default:
+		Comment("y = (x*inv)*w, rounded after each multiply.")
+	}
 	src := x
 	if r.res != nil {
 		src = r.res

@@ -608,18 +608,21 @@ func GroupsF32(c CPU) F32Groups {
 
 // F16Buffer is the range of row lengths, lo <= d <= hi, for which a single float16 row in cache
 // (ForwardF16, ApplyF16) takes the AVX-512 row function that keeps a float32 copy of the row on
-// its stack (RowF16Buf: each element widened once, not twice), and lo > hi for none: 1024-4096
+// its stack (RowF16Buf: each element widened once, not twice), and lo > hi for none: 2048-4096
 // on Zen 5 (at most 4096, the copy's size), none elsewhere. On Zen 5 VCVTPH2PS and VCVTPS2PH
 // share the two adder-side pipes, about 0.78 cycles each, and the row without the copy converts
-// each vector three times. The two functions called straight on one row, alternated in one
-// process (twelve runs, benchstat, 2026-12-07): d = 512 49.5 and 49.7 ns (the same), 1024 75.4 ->
-// 71.1 (-5.7%), 1536 106.8 -> 96.3 (-9.8%), 2048 124.9 -> 116.4 (-6.7%), 2560 156.6 -> 138.8
-// (-11.3%), 3072 178.2 -> 160.6 (-9.9%), 3584 203.8 -> 182.3 (-10.6%), 4096 225.5 -> 210.8
-// (-6.5%). Not measured elsewhere: Zen 4's L1d (32 KiB) does not hold a row of 4096 with its
-// copy and weight (48 KiB), and the Intel cores convert on other ports.
+// each vector three times. The two functions called straight on one row (a weight of ones),
+// alternated in one process (twelve runs, benchstat, 2026-12-07): d = 512 49.5 and 49.7 ns (the
+// same), 1024 75.4 -> 71.1 (-5.7%), 1536 106.8 -> 96.3 (-9.8%), 2048 124.9 -> 116.4 (-6.7%),
+// 2560 156.6 -> 138.8 (-11.3%), 3072 178.2 -> 160.6 (-9.9%), 3584 203.8 -> 182.3 (-10.6%), 4096
+// 225.5 -> 210.8 (-6.5%). ForwardF16 itself (a normal weight), the rule off and on alternated the
+// same way: 1024 81.2 -> 82.9 (+2.1%), 1536 109.8 -> 109.4 (the same), 2048 133.8 -> 126.3
+// (-5.6%), 4096 242.2 -> 219.9 (-9.2%): from 2048. Not measured elsewhere: Zen 4's L1d (32 KiB)
+// does not hold a row of 4096 with its copy and weight (48 KiB), and the Intel cores convert on
+// other ports.
 func F16Buffer(c CPU) (lo, hi int) {
 	if zen5(c) {
-		return 1024, 4096
+		return 2048, 4096
 	}
 	return 1, 0
 }

@@ -57,9 +57,9 @@ func TestBytes(t *testing.T) {
 		if lo, hi := NextResidual(c.cpu); lo != wantLo || hi != wantHi {
 			t.Errorf("%s: NextResidual(%+v) = %d, %d; want %d, %d", c.name, c.cpu, lo, hi, wantLo, wantHi)
 		}
-		// F16Buffer: rows of 1024-4096 on Zen 5, none elsewhere.
+		// F16Buffer: rows of 2048-4096 on Zen 5, none elsewhere.
 		if wantLo, wantHi = 1, 0; c.cpu.AMD && c.cpu.Family == 0x1a {
-			wantLo, wantHi = 1024, 4096
+			wantLo, wantHi = 2048, 4096
 		}
 		if lo, hi := F16Buffer(c.cpu); lo != wantLo || hi != wantHi {
 			t.Errorf("%s: F16Buffer(%+v) = %d, %d; want %d, %d", c.name, c.cpu, lo, hi, wantLo, wantHi)

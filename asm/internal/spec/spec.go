@@ -7,6 +7,7 @@ package spec
 import (
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 )
 
@@ -581,6 +582,11 @@ func RowTable(ks []Kernel, kind string) []string {
 func RowTableData(ks []Kernel) string {
 	var b strings.Builder
 	for _, kind := range RowKinds {
+		// callRow+kind indexes its table for every kernel id: an empty table would send it
+		// anywhere.
+		if RowTable(ks, kind) == nil {
+			panic("spec: no kernel has a row function of kind " + strconv.Quote(kind))
+		}
 		fmt.Fprintf(&b, "\n// func callRow%s%s: jump to kernel k's row function,\n", kind, CallRowSignature)
 		b.WriteString("// with the caller's arguments and return address in place.\n")
 		fmt.Fprintf(&b, "TEXT ·callRow%s(SB), NOSPLIT, $0-56\n", kind)

@@ -401,15 +401,15 @@ func packedRows[D, T elem](r *rowsOf[D, T], f format, w []float32, eps float32, 
 	if layer {
 		vs = &layerVariant
 	}
-	// One float32 row in cache with a residual, a plain weight, no Inv (the pre-norm block's call
-	// for one token): the kernel's row function, as forwardRows does for a row without one. A row
-	// that needs the float64 path comes back with h in res (rowHeld): the job finishes it there.
 	// One binary16 row in cache without a residual (ApplyF16's call for one token): its row
 	// function, as forwardRows does.
 	if rows == 1 && res == nil && f == formatF16 && flags == 0 && !layer && d%64 == 0 && 2*sb < uintptr(streamBytes) &&
 		rowF16(ptr(r.Dst), ptr(r.X), ptr(w), d, eps, k) == rowDone {
 		return true
 	}
+	// One float32 row in cache with a residual, a plain weight, no Inv (the pre-norm block's call
+	// for one token): the kernel's row function, as forwardRows does for a row without one. A row
+	// that needs the float64 path comes back with h in res (rowHeld): the job finishes it there.
 	held := false
 	if rows == 1 && res != nil && f == formatF32 && flags == 0 && !layer && d%64 == 0 && 3*sb < uintptr(streamBytes) {
 		switch callRow(ptr(r.Dst), ptr(r.X), ptr(res), ptr(w), d, eps, k) {

@@ -29,13 +29,7 @@ var f16RowClasses = append(slices.Clone(valueClasses),
 func TestCallRowF16(t *testing.T) {
 	const pad = 32
 	const guard = 0x7e5a // a NaN no kernel writes: the generic kernel's NaN is 0x7e00
-	padded := func(d int) (row, buf []uint16) {
-		buf = make([]uint16, d+2*pad)
-		for i := range buf {
-			buf[i] = guard
-		}
-		return buf[pad : pad+d], buf
-	}
+	padded := func(d int) (row, buf []uint16) { return paddedRow(d, pad, uint16(guard)) }
 	for _, k := range testKernels() {
 		for _, d := range oneRowDims {
 			for ci, c := range f16RowClasses {
@@ -124,6 +118,16 @@ func TestCallRowF16(t *testing.T) {
 			}
 		}
 	}
+}
+
+// paddedRow returns a row of d inside a buffer of pad elements more at each end, every element
+// set to fill (a NaN that shows a write), and the buffer (TestCallRow, TestCallRowF16).
+func paddedRow[T elem](d, pad int, fill T) (row, buf []T) {
+	buf = make([]T, d+2*pad)
+	for i := range buf {
+		buf[i] = fill
+	}
+	return buf[pad : pad+d], buf
 }
 
 // TestCallRowF16Declines: callRowF16 and callRowF16Buf return rowNone and write nothing for a

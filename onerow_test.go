@@ -138,14 +138,7 @@ func TestCallRowDeclines(t *testing.T) {
 // nothing else written.
 func TestCallRow(t *testing.T) {
 	const pad = 16
-	// padded returns a row of d inside a buffer of NaN, and the buffer.
-	padded := func(d int) (row, buf []float32) {
-		buf = make([]float32, d+2*pad)
-		for i := range buf {
-			buf[i] = float32(math.NaN())
-		}
-		return buf[pad : pad+d], buf
-	}
+	padded := func(d int) (row, buf []float32) { return paddedRow(d, pad, float32(math.NaN())) }
 	for _, k := range testKernels() {
 		for _, d := range oneRowDims {
 			for ci, c := range valueClasses {

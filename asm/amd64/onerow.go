@@ -404,7 +404,7 @@ func rowStart(s *isa, prefix, kind string, f spec.Format) (*gen, rowRegs) {
 	for _, l := range spec.RowDoc(prefix+"Row"+kind, kind) {
 		Comment(l)
 	}
-	g := &gen{s: s, v: spec.Variant{Format: f}, eb: map[spec.Format]int{spec.F32: 4, spec.F16: 2}[f]}
+	g := &gen{s: s, v: spec.Variant{Format: f}, eb: f.Bytes()}
 	g.allocAcc()
 	r := rowRegs{d: Load(Param("d"), GP64()).(GPVirtual)}
 	TESTQ(U32(block-1), r.d)

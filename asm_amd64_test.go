@@ -173,37 +173,44 @@ func variantFormat(t *testing.T, v variant) format {
 	return 0
 }
 
-// rowTable returns the table callRow jumps through (rmsnorm_amd64.s): each kernel's row function,
-// noRow for a kernel without one.
-func rowTable(t *testing.T) []string {
-	t.Helper()
-	return asmTable(t, "rows", len(kernelNames))
-}
-
-// rowF16Table is rowTable for callRowF16's table, rowsF16<>, or with kind "F16Buf" for
-// callRowF16Buf's, rowsF16Buf<>.
-func rowF16Table(t *testing.T, kind string) []string {
+// rowTable returns the table callRow+kind jumps through (rmsnorm_amd64.s), rows+kind<> for kind
+// of spec.RowKinds ("" for callRow's, rows<>): each kernel's row function of that kind, noRow for
+// a kernel without one.
+func rowTable(t *testing.T, kind string) []string {
 	t.Helper()
 	return asmTable(t, "rows"+kind, len(kernelNames))
 }
 
+// rowKinds are spec.RowKinds, which the tests below go through.
+var rowKinds = []string{"", "F16", "F16Buf", "BF16"}
+
 // The kernels that have row functions are those whose table rows hold their own one-row path:
 // avx512 (and kernelAVX512BF16, which runs its float32 and float16 functions) and avx2, for
-// float32 rows (callRow) and binary16 rows (callRowF16), and avx512 alone for binary16 rows
-// through a float32 copy (callRowF16Buf); the others have noRow.
+// float32 rows (callRow) and binary16 rows (callRowF16); avx512 alone for binary16 rows through a
+// float32 copy (callRowF16Buf); and for bfloat16 rows (callRowBF16) the two AVX-512 kernels, each
+// its own; the others have noRow.
 func TestRowTable(t *testing.T) {
-	for _, tab := range []struct {
-		call, kind string
-		fns        []string
-	}{{"callRow", "", rowTable(t)}, {"callRowF16", "F16", rowF16Table(t, "F16")}, {"callRowF16Buf", "F16Buf", rowF16Table(t, "F16Buf")}} {
-		want := map[kernelID]string{kernelGeneric: "noRow", kernelNEON: "noRow", kernelAVX2: "avx2Row" + tab.kind,
-			kernelAVX512: "avx512Row" + tab.kind, kernelAVX512BF16: "avx512Row" + tab.kind}
-		if tab.kind == "F16Buf" {
-			want[kernelAVX2] = "noRow"
+	var kinds []string // the callRow+kind jumps rmsnorm_amd64.s defines
+	for _, fn := range parseAsm(t) {
+		if kind, ok := strings.CutPrefix(fn.name, "callRow"); ok {
+			kinds = append(kinds, kind)
 		}
-		for k, fn := range tab.fns {
+	}
+	if slices.Sort(kinds); !slices.Equal(kinds, slices.Sorted(slices.Values(rowKinds))) {
+		t.Errorf("rmsnorm_amd64.s has callRow+kind for the kinds %q; rowKinds are %q", kinds, rowKinds)
+	}
+	for _, kind := range rowKinds {
+		want := map[kernelID]string{kernelGeneric: "noRow", kernelNEON: "noRow", kernelAVX2: "avx2Row" + kind,
+			kernelAVX512: "avx512Row" + kind, kernelAVX512BF16: "avx512Row" + kind}
+		switch kind {
+		case "F16Buf":
+			want[kernelAVX2] = "noRow"
+		case "BF16":
+			want[kernelAVX2], want[kernelAVX512BF16] = "noRow", "avx512bf16RowBF16"
+		}
+		for k, fn := range rowTable(t, kind) {
 			if fn != want[kernelID(k)] {
-				t.Errorf("%s jumps to %s for %s (%d), want %s", tab.call, fn, kernelID(k), k, want[kernelID(k)])
+				t.Errorf("callRow%s jumps to %s for %s (%d), want %s", kind, fn, kernelID(k), k, want[kernelID(k)])
 			}
 		}
 	}
@@ -225,8 +232,8 @@ func kernelFuncs(t *testing.T) map[kernelID][]string {
 			add(kernelID(k), fn)
 		}
 	}
-	for _, tab := range [][]string{rowTable(t), rowF16Table(t, "F16"), rowF16Table(t, "F16Buf")} {
-		for k, fn := range tab {
+	for _, kind := range rowKinds {
+		for k, fn := range rowTable(t, kind) {
 			if fn != "noRow" {
 				add(kernelID(k), fn)
 			}
@@ -267,7 +274,10 @@ func TestAsmRequiresMatchDispatch(t *testing.T) {
 		}
 	}
 	runs := kernelFuncs(t)
-	ran := map[string]bool{"callKernel": true, "callRow": true, "callRowF16": true, "callRowF16Buf": true, "noRow": true}
+	ran := map[string]bool{"callKernel": true, "noRow": true}
+	for _, kind := range rowKinds {
+		ran["callRow"+kind] = true
+	}
 	for k := range kernelNames {
 		k := kernelID(k)
 		want, ok := kernelFeatures[k]

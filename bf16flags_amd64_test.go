@@ -29,10 +29,7 @@ var flagsCases = []struct {
 // flags after the call are the same: only the time tells, which tests do not measure.)
 func TestBF16FlagsSetBefore(t *testing.T) {
 	logBF16Paths(t)
-	runtime.LockOSThread() // MXCSR is the thread's
-	defer runtime.UnlockOSThread()
-	old := mxcsr.Get()
-	defer mxcsr.Set(old)
+	old := lockMXCSR(t)
 	type lane struct {
 		name string
 		set  func(x, w, b []float32, p int)
@@ -77,6 +74,19 @@ func TestBF16FlagsSetBefore(t *testing.T) {
 	t.Logf("%d calls on kernels %v", calls, simdKernels())
 }
 
+// lockMXCSR locks the test's goroutine to its thread, whose MXCSR the test sets (MXCSR is the
+// thread's), and returns the register's value, which it puts back, unlocking the goroutine, when
+// the test ends.
+func lockMXCSR(t *testing.T) uint32 {
+	runtime.LockOSThread()
+	old := mxcsr.Get()
+	t.Cleanup(func() {
+		mxcsr.Set(old)
+		runtime.UnlockOSThread()
+	})
+	return old
+}
+
 // With the invalid and denormal exceptions unmasked on the thread (C code's feenableexcept), the
 // avx512+bf16 kernel keeps its classified loops, which narrow NaN and subnormal lanes without a
 // trap, rather than the loops whose VMAXPS would trap on them. (The avx2 functions of bfloat16
@@ -88,10 +98,7 @@ func TestBF16ExceptionsUnmasked(t *testing.T) {
 		t.Logf("no avx512+bf16 under test: nothing to run (%v)", testKernels())
 		return
 	}
-	runtime.LockOSThread()
-	defer runtime.UnlockOSThread()
-	old := mxcsr.Get()
-	defer mxcsr.Set(old)
+	old := lockMXCSR(t)
 	calls := 0
 	for _, c := range flagsCases {
 		d, rows := c.d, c.rows
@@ -118,4 +125,69 @@ func TestBF16ExceptionsUnmasked(t *testing.T) {
 		}
 	}
 	t.Logf("%d calls, each with an exception unmasked", calls)
+}
+
+// The bfloat16 row function of the avx512+bf16 kernel (callRowBF16: one row in cache) under the
+// MXCSR states of the two tests above: with the invalid and denormal flags set when the call
+// comes, a row of more than 512 out of place (the loop that reads them) leaves them cleared and
+// every row, ordinary or with a lane of rowBF16Lanes, comes out with generic's bits; with either
+// exception unmasked, the rows with those lanes come out right, without a trap (the classified
+// loop: a VMAXPS on such a lane would trap), but for the subnormal x*inv with the denormal one
+// unmasked, whose multiply traps in every kernel (as in TestBF16ExceptionsUnmasked, the package
+// assumes Go's MXCSR).
+func TestRowBF16MXCSR(t *testing.T) {
+	if !slices.Contains(testKernels(), kernelAVX512BF16) {
+		t.Logf("no avx512+bf16 under test: nothing to run (%v)", testKernels())
+		return
+	}
+	old := lockMXCSR(t)
+	const big = 0x1p50
+	calls := 0
+	for _, d := range []int{128, 1024, 4096} {
+		lanes := append([]struct {
+			name string
+			set  func(x, w []float32, p int)
+		}{{"none", func(x, w []float32, p int) {}}}, rowBF16Lanes...)
+		for _, ln := range lanes {
+			x32, _, w, _ := normalInputs(seedFor(d, 83), 1, d)
+			for i := range x32 {
+				x32[i] *= big
+			}
+			ln.set(x32, w, d/2+5)
+			x := narrowAll(x32, formatBF16)
+			want := make([]uint16, d)
+			forwardRows(&forwardBF16Names, formatBF16, want, x, w, 1e-6, kernelGeneric)
+			for _, inPlace := range []bool{false, true} {
+				states := []uint32{mxcsr.Default | mxcsr.Invalid | mxcsr.Denormal, mxcsr.Default &^ mxcsr.InvalidMask, mxcsr.Default &^ mxcsr.DenormalMask}
+				if ln.name == "subnormal x*inv" {
+					// Its (x*inv)*w multiplies a subnormal, which traps in every kernel with the
+					// denormal exception unmasked: the flags alone then.
+					states = states[:2]
+				}
+				for _, state := range states {
+					got := make([]uint16, d)
+					src := x
+					if inPlace {
+						copy(got, x)
+						src = got
+					}
+					mxcsr.Set(state)
+					ret := callRowBF16(ptr(got), ptr(src), nil, ptr(w), d, 1e-6, kernelAVX512BF16)
+					after := mxcsr.Get()
+					mxcsr.Set(old)
+					ctx := fmt.Sprintf("d=%d %s inplace=%v MXCSR %#x", d, ln.name, inPlace, state)
+					if ret != rowDone {
+						t.Fatalf("%s: callRowBF16 returned %d, want rowDone", ctx, ret)
+					}
+					check16Exact(t, ctx, got, want)
+					if state&(mxcsr.InvalidMask|mxcsr.DenormalMask) == mxcsr.InvalidMask|mxcsr.DenormalMask &&
+						d > groupMax && !inPlace && ln.name == "none" && after&(mxcsr.Invalid|mxcsr.Denormal) != 0 {
+						t.Errorf("%s: MXCSR %#x after an ordinary row entered with the invalid and denormal flags set: not cleared", ctx, after)
+					}
+					calls++
+				}
+			}
+		}
+	}
+	t.Logf("%d calls", calls)
 }

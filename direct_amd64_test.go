@@ -30,3 +30,7 @@ func hasRowFunc(k kernelID) bool {
 // hasRowF16Buf reports whether kernel k has the binary16 row function through a float32 copy
 // (callRowF16Buf): the AVX-512 kernels.
 func hasRowF16Buf(k kernelID) bool { return k == kernelAVX512 || k == kernelAVX512BF16 }
+
+// hasRowBF16 reports whether kernel k has a bfloat16 row function (callRowBF16): the AVX-512
+// kernels (avx512+bf16's narrows with VCVTNE2PS2BF16, avx512's with the integer rounding).
+func hasRowBF16(k kernelID) bool { return k == kernelAVX512 || k == kernelAVX512BF16 }

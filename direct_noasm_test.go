@@ -13,3 +13,7 @@ func hasRowFunc(k kernelID) bool { return false }
 // hasRowF16Buf reports whether kernel k has the binary16 row function through a float32 copy
 // (callRowF16Buf): this build has none.
 func hasRowF16Buf(k kernelID) bool { return false }
+
+// hasRowBF16 reports whether kernel k has a bfloat16 row function (callRowBF16): this build has
+// none.
+func hasRowBF16(k kernelID) bool { return false }

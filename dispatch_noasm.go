@@ -26,3 +26,6 @@ func callRowF16(dst, x, res, w unsafe.Pointer, d int, eps float32, k kernelID) i
 
 // callRowF16Buf returns rowNone: this build has no row function (see the assembly builds' callRowF16Buf).
 func callRowF16Buf(dst, x, res, w unsafe.Pointer, d int, eps float32, k kernelID) int { return rowNone }
+
+// callRowBF16 returns rowNone: this build has no row function (see the assembly builds' callRowBF16).
+func callRowBF16(dst, x, res, w unsafe.Pointer, d int, eps float32, k kernelID) int { return rowNone }

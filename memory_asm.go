@@ -105,7 +105,7 @@ var (
 var workerBytes = workerShares(streamrule.Workers(streamrule.Host()))
 
 // f16Buffer are the row lengths, f16Buffer[0] <= d <= f16Buffer[1], for which a single float16
-// row in cache takes the row function through a float32 copy of the row (callRowF16Buf; rowF16),
+// row in cache takes the row function through a float32 copy of the row (callRowF16Buf; rowOf16),
 // as streamrule.F16Buffer decides from cpuid: 2048-4096 on Zen 5, none elsewhere. A variable so
 // that tests can run the kernels both ways.
 var f16Buffer = span(streamrule.F16Buffer(streamrule.Host()))

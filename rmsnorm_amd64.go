@@ -294,6 +294,12 @@ func avx512RowF16(dst, x, res, w unsafe.Pointer, d int, eps float32) int
 //go:noescape
 func avx512RowF16Buf(dst, x, res, w unsafe.Pointer, d int, eps float32) int
 
+// avx512RowBF16 normalizes the row of d bfloat16 elements at x into dst: y = round16((x*inv)*w), as the ForwardBF16 function would;
+// res must be nil. It returns rowDone when the row is done; rowNone, having written nothing, when d is not a positive multiple of 64 or the row needs the float64 path.
+//
+//go:noescape
+func avx512RowBF16(dst, x, res, w unsafe.Pointer, d int, eps float32) int
+
 // avx2Row normalizes the row of d floats at x into dst: y = (x*inv)*w, as the one-row path of the Forward function does;
 // with res not nil, h = x + res is stored to res first and normalized in place of x, as the Forward function does for a residual (its AddWeighted variant).
 // It returns rowDone when the row is done; rowNone, having written nothing, when d is not a positive multiple of 64 or a row without res needs the float64 path;
@@ -307,6 +313,12 @@ func avx2Row(dst, x, res, w unsafe.Pointer, d int, eps float32) int
 //
 //go:noescape
 func avx2RowF16(dst, x, res, w unsafe.Pointer, d int, eps float32) int
+
+// avx512bf16RowBF16 normalizes the row of d bfloat16 elements at x into dst: y = round16((x*inv)*w), as the ForwardBF16 function would;
+// res must be nil. It returns rowDone when the row is done; rowNone, having written nothing, when d is not a positive multiple of 64 or the row needs the float64 path.
+//
+//go:noescape
+func avx512bf16RowBF16(dst, x, res, w unsafe.Pointer, d int, eps float32) int
 
 // callRow runs one float32 row of d with a plain weight (and a residual when res is not nil)
 // through kernel k's row function, and returns what it returned: rowNone, having written
@@ -325,6 +337,11 @@ func callRowF16(dst, x, res, w unsafe.Pointer, d int, eps float32, k kernelID) i
 //
 //go:noescape
 func callRowF16Buf(dst, x, res, w unsafe.Pointer, d int, eps float32, k kernelID) int
+
+// callRowBF16 is callRow for one bfloat16 row (res nil), through kernel k's RowBF16 function (noRow where it has none).
+//
+//go:noescape
+func callRowBF16(dst, x, res, w unsafe.Pointer, d int, eps float32, k kernelID) int
 
 // noRow is the row function of the kernels without one: it returns rowNone.
 //

@@ -993,6 +993,187 @@ reject:
 	MOVQ $0x00000000, ret+48(FP)
 	RET
 
+// func avx512RowBF16(dst uintptr, x uintptr, res uintptr, w uintptr, d int, eps float32) int
+// Requires: AVX, AVX512BW, AVX512F
+TEXT ·avx512RowBF16(SB), NOSPLIT, $0-56
+	// avx512RowBF16 normalizes the row of d bfloat16 elements at x into dst: y = round16((x*inv)*w), as the ForwardBF16 function would;
+	// res must be nil. It returns rowDone when the row is done; rowNone, having written nothing, when d is not a positive multiple of 64 or the row needs the float64 path.
+	MOVQ       d+32(FP), AX
+	TESTQ      $0x0000003f, AX
+	JNZ        reject
+	TESTQ      AX, AX
+	JZ         reject
+	MOVQ       x+8(FP), CX
+	MOVQ       dst+0(FP), DX
+	MOVQ       w+24(FP), BX
+	VMOVSS     one<>+0(SB), X4
+	VCVTSI2SSQ AX, X4, X4
+	VMOVSS     one<>+0(SB), X5
+	VDIVSS     X4, X5, X5
+
+	// Sum of squares: element i goes to partial i%64; the first block sets the partials.
+	VPBROADCASTD avx512bfhigh<>+0(SB), Z6
+	VPSLLD       $0x10, (CX), Z0
+	VPANDD       (CX), Z6, Z1
+	VMULPS       Z0, Z0, Z0
+	VMULPS       Z1, Z1, Z1
+	VPSLLD       $0x10, 64(CX), Z2
+	VPANDD       64(CX), Z6, Z3
+	VMULPS       Z2, Z2, Z2
+	VMULPS       Z3, Z3, Z3
+	MOVQ         $0x00000040, SI
+	CMPQ         SI, AX
+	JAE          onesummed
+
+	PCALIGN $32
+onesumloop:
+	VPSLLD $0x10, (CX)(SI*2), Z7
+	VPANDD (CX)(SI*2), Z6, Z8
+	VMULPS Z7, Z7, Z7
+	VADDPS Z7, Z0, Z0
+	VMULPS Z8, Z8, Z8
+	VADDPS Z8, Z1, Z1
+	VPSLLD $0x10, 64(CX)(SI*2), Z7
+	VPANDD 64(CX)(SI*2), Z6, Z8
+	VMULPS Z7, Z7, Z7
+	VADDPS Z7, Z2, Z2
+	VMULPS Z8, Z8, Z8
+	VADDPS Z8, Z3, Z3
+	ADDQ   $0x00000040, SI
+	CMPQ   SI, AX
+	JB     onesumloop
+
+onesummed:
+	// The partials back in order: 16k..16k+15 in acc[k] (see evenodd.go).
+	VMOVDQU32  evenoddidx<>+0(SB), Z6
+	VPERMI2PS  Z1, Z0, Z6
+	VMOVDQU32  evenoddidx<>+64(SB), Z7
+	VPERMI2PS  Z1, Z0, Z7
+	VMOVAPS    Z6, Z0
+	VMOVAPS    Z7, Z1
+	VMOVDQU32  evenoddidx<>+0(SB), Z6
+	VPERMI2PS  Z3, Z2, Z6
+	VMOVDQU32  evenoddidx<>+64(SB), Z7
+	VPERMI2PS  Z3, Z2, Z7
+	VMOVAPS    Z6, Z2
+	VMOVAPS    Z7, Z3
+	VADDPS     Z2, Z0, Z0
+	VADDPS     Z3, Z1, Z1
+	VADDPS     Z1, Z0, Z0
+	VSHUFF64X2 $0xee, Z0, Z0, Z1
+	VADDPS     Z1, Z0, Z0
+	VSHUFF32X4 $0x01, Z0, Z0, Z1
+	VADDPS     Z1, Z0, Z0
+	VPERMILPS  $0x4e, Z0, Z1
+	VADDPS     Z1, Z0, Z0
+	VPERMILPS  $0xb1, Z0, Z1
+	VADDPS     Z1, Z0, Z0
+
+	// t = ss/d + eps (ss*(1/d) when d is a power of two, the same bits); t outside [2^-100, MaxFloat32] returns the row for the float64 path.
+	LEAQ   -1(AX), SI
+	TESTQ  AX, SI
+	JNZ    onediv
+	VMULSS X5, X0, X0
+	JMP    onedivided
+
+onediv:
+	VDIVSS X4, X0, X0
+
+onedivided:
+	VADDSS   eps+40(FP), X0, X0
+	VUCOMISS tlo<>+0(SB), X0
+	JCS      onefloat64
+	VUCOMISS tmax<>+0(SB), X0
+	JHI      onefloat64
+	VSQRTSS  X0, X0, X0
+	VMOVSS   one<>+0(SB), X1
+	VDIVSS   X0, X1, X1
+
+	// y = (x*inv)*w, rounded after each multiply.
+	VMOVDQU64    oddwords<>+0(SB), Z4
+	VPBROADCASTD avx512bfone<>+0(SB), Z0
+	VPBROADCASTD avx512bfbias<>+0(SB), Z2
+	VPBROADCASTD avx512bfhigh<>+0(SB), Z3
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), Z3
+	VPBROADCASTD avx512bffixnan<>+0(SB), Z5
+	VBROADCASTSS X1, Z1
+	XORQ         SI, SI
+	VPMOVZXWD    (CX)(SI*2), Z6
+	VPSLLD       $0x10, Z6, Z6
+	VPMOVZXWD    32(CX)(SI*2), Z7
+	VPSLLD       $0x10, Z7, Z7
+	VPMOVZXWD    64(CX)(SI*2), Z8
+	VPSLLD       $0x10, Z8, Z8
+	VPMOVZXWD    96(CX)(SI*2), Z9
+	VPSLLD       $0x10, Z9, Z9
+
+	PCALIGN $32
+onescaleloop:
+	VMULPS    Z1, Z6, Z10
+	VMULPS    Z1, Z7, Z11
+	VMULPS    Z1, Z8, Z12
+	VMULPS    Z1, Z9, Z13
+	LEAQ      64(SI), DI
+	CMPQ      DI, AX
+	JAE       onelast
+	VPMOVZXWD 128(CX)(SI*2), Z6
+	VPSLLD    $0x10, Z6, Z6
+	VPMOVZXWD 160(CX)(SI*2), Z7
+	VPSLLD    $0x10, Z7, Z7
+	VPMOVZXWD 192(CX)(SI*2), Z8
+	VPSLLD    $0x10, Z8, Z8
+	VPMOVZXWD 224(CX)(SI*2), Z9
+	VPSLLD    $0x10, Z9, Z9
+
+onelast:
+	VMULPS      (BX)(SI*4), Z10, Z10
+	VMULPS      64(BX)(SI*4), Z11, Z11
+	VMOVDQA64   Z3, Z14
+	VFIXUPIMMPS $0x00, Z5, Z10, Z14
+	VPSRLD      $0x10, Z14, Z10
+	VPANDD      Z0, Z10, Z10
+	VPADDD      Z2, Z10, Z10
+	VPADDD      Z14, Z10, Z10
+	VMOVDQA64   Z3, Z14
+	VFIXUPIMMPS $0x00, Z5, Z11, Z14
+	VPSRLD      $0x10, Z14, Z11
+	VPANDD      Z0, Z11, Z11
+	VPADDD      Z2, Z11, Z11
+	VPADDD      Z14, Z11, Z11
+	VPERMT2W    Z11, Z4, Z10
+	VMOVDQU64   Z10, (DX)(SI*2)
+	VMULPS      128(BX)(SI*4), Z12, Z12
+	VMULPS      192(BX)(SI*4), Z13, Z13
+	VMOVDQA64   Z3, Z10
+	VFIXUPIMMPS $0x00, Z5, Z12, Z10
+	VPSRLD      $0x10, Z10, Z11
+	VPANDD      Z0, Z11, Z11
+	VPADDD      Z2, Z11, Z11
+	VPADDD      Z10, Z11, Z11
+	VMOVDQA64   Z3, Z10
+	VFIXUPIMMPS $0x00, Z5, Z13, Z10
+	VPSRLD      $0x10, Z10, Z12
+	VPANDD      Z0, Z12, Z12
+	VPADDD      Z2, Z12, Z12
+	VPADDD      Z10, Z12, Z12
+	VPERMT2W    Z12, Z4, Z11
+	VMOVDQU64   Z11, 64(DX)(SI*2)
+	ADDQ        $0x00000040, SI
+	CMPQ        SI, AX
+	JB          onescaleloop
+	VZEROUPPER
+	MOVQ        $0x00000001, ret+48(FP)
+	RET
+
+onefloat64:
+	VZEROUPPER
+	MOVQ $0x00000000, ret+48(FP)
+	RET
+
+reject:
+	MOVQ $0x00000000, ret+48(FP)
+	RET
+
 // func avx512Forward(j uintptr, from int, to int) int
 // Requires: AVX, AVX512F, MMX+
 TEXT ·avx512Forward(SB), NOSPLIT, $384-32
@@ -55882,6 +56063,268 @@ lnqwhole:
 	JE      lnqsummed
 	JMP     lnqsummed
 
+// func avx512bf16RowBF16(dst uintptr, x uintptr, res uintptr, w uintptr, d int, eps float32) int
+// Requires: AVX, AVX512BF16, AVX512BW, AVX512DQ, AVX512F, SSE
+TEXT ·avx512bf16RowBF16(SB), NOSPLIT, $8-56
+	// avx512bf16RowBF16 normalizes the row of d bfloat16 elements at x into dst: y = round16((x*inv)*w), as the ForwardBF16 function would;
+	// res must be nil. It returns rowDone when the row is done; rowNone, having written nothing, when d is not a positive multiple of 64 or the row needs the float64 path.
+	MOVQ  d+32(FP), AX
+	TESTQ $0x0000003f, AX
+	JNZ   reject
+	TESTQ AX, AX
+	JZ    reject
+	MOVQ  x+8(FP), CX
+	MOVQ  dst+0(FP), DX
+	MOVQ  w+24(FP), BX
+
+	// The loop that reads MXCSR's invalid and denormal flags (bf16flags.go): for rows longer than GroupMax, out of place, if those exceptions are masked.
+	MOVL    $0x00000000, 4(SP)
+	CMPQ    AX, $0x00000200
+	JBE     mxdone
+	STMXCSR (SP)
+	MOVL    (SP), SI
+	ANDL    $0x00000180, SI
+	CMPL    SI, $0x00000180
+	JNE     mxdone
+	CMPQ    CX, DX
+	JE      mxclear
+	MOVL    $0x00000001, 4(SP)
+
+mxclear:
+	TESTL   $0x00000003, (SP)
+	JZ      mxdone
+	ANDL    $0xfffffffc, (SP)
+	LDMXCSR (SP)
+
+mxdone:
+	VMOVSS     one<>+0(SB), X4
+	VCVTSI2SSQ AX, X4, X4
+	VMOVSS     one<>+0(SB), X5
+	VDIVSS     X4, X5, X5
+
+	// Sum of squares: element i goes to partial i%64; the first block sets the partials.
+	VPBROADCASTD avx512bfhigh<>+0(SB), Z6
+	VPSLLD       $0x10, (CX), Z0
+	VPANDD       (CX), Z6, Z1
+	VMULPS       Z0, Z0, Z0
+	VMULPS       Z1, Z1, Z1
+	VPSLLD       $0x10, 64(CX), Z2
+	VPANDD       64(CX), Z6, Z3
+	VMULPS       Z2, Z2, Z2
+	VMULPS       Z3, Z3, Z3
+	MOVQ         $0x00000040, SI
+	CMPQ         SI, AX
+	JAE          onesummed
+
+	PCALIGN $32
+onesumloop:
+	VPSLLD $0x10, (CX)(SI*2), Z7
+	VPANDD (CX)(SI*2), Z6, Z8
+	VMULPS Z7, Z7, Z7
+	VADDPS Z7, Z0, Z0
+	VMULPS Z8, Z8, Z8
+	VADDPS Z8, Z1, Z1
+	VPSLLD $0x10, 64(CX)(SI*2), Z7
+	VPANDD 64(CX)(SI*2), Z6, Z8
+	VMULPS Z7, Z7, Z7
+	VADDPS Z7, Z2, Z2
+	VMULPS Z8, Z8, Z8
+	VADDPS Z8, Z3, Z3
+	ADDQ   $0x00000040, SI
+	CMPQ   SI, AX
+	JB     onesumloop
+
+onesummed:
+	// The partials back in order: 16k..16k+15 in acc[k] (see evenodd.go).
+	VMOVDQU32  evenoddidx<>+0(SB), Z6
+	VPERMI2PS  Z1, Z0, Z6
+	VMOVDQU32  evenoddidx<>+64(SB), Z7
+	VPERMI2PS  Z1, Z0, Z7
+	VMOVAPS    Z6, Z0
+	VMOVAPS    Z7, Z1
+	VMOVDQU32  evenoddidx<>+0(SB), Z6
+	VPERMI2PS  Z3, Z2, Z6
+	VMOVDQU32  evenoddidx<>+64(SB), Z7
+	VPERMI2PS  Z3, Z2, Z7
+	VMOVAPS    Z6, Z2
+	VMOVAPS    Z7, Z3
+	VADDPS     Z2, Z0, Z0
+	VADDPS     Z3, Z1, Z1
+	VADDPS     Z1, Z0, Z0
+	VSHUFF64X2 $0xee, Z0, Z0, Z1
+	VADDPS     Z1, Z0, Z0
+	VSHUFF32X4 $0x01, Z0, Z0, Z1
+	VADDPS     Z1, Z0, Z0
+	VPERMILPS  $0x4e, Z0, Z1
+	VADDPS     Z1, Z0, Z0
+	VPERMILPS  $0xb1, Z0, Z1
+	VADDPS     Z1, Z0, Z0
+
+	// t = ss/d + eps (ss*(1/d) when d is a power of two, the same bits); t outside [2^-100, MaxFloat32] returns the row for the float64 path.
+	LEAQ   -1(AX), SI
+	TESTQ  AX, SI
+	JNZ    onediv
+	VMULSS X5, X0, X0
+	JMP    onedivided
+
+onediv:
+	VDIVSS X4, X0, X0
+
+onedivided:
+	VADDSS   eps+40(FP), X0, X0
+	VUCOMISS tlo<>+0(SB), X0
+	JCS      onefloat64
+	VUCOMISS tmax<>+0(SB), X0
+	JHI      onefloat64
+	VSQRTSS  X0, X0, X0
+	VMOVSS   one<>+0(SB), X1
+	VDIVSS   X0, X1, X1
+
+	// y = (x*inv)*w, rounded after each multiply.
+	VMOVDQU64    oddwords<>+0(SB), Z3
+	VPBROADCASTD avx512bfone<>+0(SB), Z0
+	VPBROADCASTD avx512bfbias<>+0(SB), Z2
+	VMOVDQU64    widelo<>+0(SB), Z4
+	VMOVDQU64    widehi<>+0(SB), Z5
+	MOVL         $0xaaaaaaaa, SI
+	KMOVD        SI, K1
+	VBROADCASTSS X1, Z1
+	TESTL        $0x00000001, 4(SP)
+	JZ           onechecked
+	XORQ         SI, SI
+	VPERMW.Z     (CX)(SI*2), Z4, K1, Z6
+	VPERMW.Z     (CX)(SI*2), Z5, K1, Z7
+	VPERMW.Z     64(CX)(SI*2), Z4, K1, Z8
+	VPERMW.Z     64(CX)(SI*2), Z5, K1, Z9
+
+	PCALIGN $32
+onefastscaleloop:
+	VMULPS   Z1, Z6, Z10
+	VMULPS   Z1, Z7, Z11
+	VMULPS   Z1, Z8, Z12
+	VMULPS   Z1, Z9, Z13
+	LEAQ     64(SI), DI
+	CMPQ     DI, AX
+	JAE      onefastlast
+	VPERMW.Z 128(CX)(SI*2), Z4, K1, Z6
+	VPERMW.Z 128(CX)(SI*2), Z5, K1, Z7
+	VPERMW.Z 192(CX)(SI*2), Z4, K1, Z8
+	VPERMW.Z 192(CX)(SI*2), Z5, K1, Z9
+
+onefastlast:
+	VMULPS         (BX)(SI*4), Z10, Z10
+	VMULPS         64(BX)(SI*4), Z11, Z11
+	VMAXPS         Z11, Z10, Z14
+	BYTE $0x62; BYTE $0x52; BYTE $0x27; BYTE $0x48; BYTE $0x72; BYTE $0xd2 // VCVTNE2PS2BF16 Z10, Z11, Z10
+	VMOVDQU64      Z10, (DX)(SI*2)
+	VMULPS         128(BX)(SI*4), Z12, Z12
+	VMULPS         192(BX)(SI*4), Z13, Z13
+	VMAXPS         Z13, Z12, Z10
+	BYTE $0x62; BYTE $0x52; BYTE $0x17; BYTE $0x48; BYTE $0x72; BYTE $0xd4 // VCVTNE2PS2BF16 Z12, Z13, Z10
+	VMOVDQU64      Z10, 64(DX)(SI*2)
+	ADDQ           $0x00000040, SI
+	CMPQ           SI, AX
+	JB             onefastscaleloop
+	STMXCSR        (SP)
+	TESTL          $0x00000003, (SP)
+	JZ             onescaled
+
+	// A NaN or a subnormal among the lanes narrowed, or one before them: the row again, classified.
+	ANDL    $0xfffffffc, (SP)
+	LDMXCSR (SP)
+
+onechecked:
+	XORQ     SI, SI
+	VPERMW.Z (CX)(SI*2), Z4, K1, Z6
+	VPERMW.Z (CX)(SI*2), Z5, K1, Z7
+	VPERMW.Z 64(CX)(SI*2), Z4, K1, Z8
+	VPERMW.Z 64(CX)(SI*2), Z5, K1, Z9
+
+	PCALIGN $32
+onescaleloop:
+	VMULPS   Z1, Z6, Z10
+	VMULPS   Z1, Z7, Z11
+	VMULPS   Z1, Z8, Z12
+	VMULPS   Z1, Z9, Z13
+	LEAQ     64(SI), DI
+	CMPQ     DI, AX
+	JAE      onelast
+	VPERMW.Z 128(CX)(SI*2), Z4, K1, Z6
+	VPERMW.Z 128(CX)(SI*2), Z5, K1, Z7
+	VPERMW.Z 192(CX)(SI*2), Z4, K1, Z8
+	VPERMW.Z 192(CX)(SI*2), Z5, K1, Z9
+
+onelast:
+	VMULPS         (BX)(SI*4), Z10, Z10
+	VMULPS         64(BX)(SI*4), Z11, Z11
+	VFPCLASSPSZ    $0xa1, Z10, K2
+	VFPCLASSPSZ    $0xa1, Z11, K3
+	KORTESTW       K3, K2
+	JNZ            bf16fix1
+	BYTE $0x62; BYTE $0x52; BYTE $0x27; BYTE $0x48; BYTE $0x72; BYTE $0xf2 // VCVTNE2PS2BF16 Z10, Z11, Z14
+
+bf16fixed2:
+	VMOVDQU64      Z14, (DX)(SI*2)
+	VMULPS         128(BX)(SI*4), Z12, Z12
+	VMULPS         192(BX)(SI*4), Z13, Z13
+	VFPCLASSPSZ    $0xa1, Z12, K2
+	VFPCLASSPSZ    $0xa1, Z13, K3
+	KORTESTW       K3, K2
+	JNZ            bf16fix3
+	BYTE $0x62; BYTE $0x52; BYTE $0x17; BYTE $0x48; BYTE $0x72; BYTE $0xd4 // VCVTNE2PS2BF16 Z12, Z13, Z10
+
+bf16fixed4:
+	VMOVDQU64 Z10, 64(DX)(SI*2)
+	ADDQ      $0x00000040, SI
+	CMPQ      SI, AX
+	JB        onescaleloop
+
+onescaled:
+	VZEROUPPER
+	MOVQ $0x00000001, ret+48(FP)
+	RET
+
+onefloat64:
+	VZEROUPPER
+	MOVQ $0x00000000, ret+48(FP)
+	RET
+
+reject:
+	MOVQ $0x00000000, ret+48(FP)
+	RET
+
+bf16fix1:
+	VPSRLD       $0x10, Z10, Z14
+	VPANDD       Z0, Z14, Z14
+	VPADDD       Z2, Z14, Z14
+	VPADDD       Z10, Z14, Z14
+	VFPCLASSPSZ  $0x81, Z10, K2
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z14
+	VPSRLD       $0x10, Z11, Z10
+	VPANDD       Z0, Z10, Z10
+	VPADDD       Z2, Z10, Z10
+	VPADDD       Z11, Z10, Z10
+	VFPCLASSPSZ  $0x81, Z11, K2
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z10
+	VPERMT2W     Z10, Z3, Z14
+	JMP          bf16fixed2
+
+bf16fix3:
+	VPSRLD       $0x10, Z12, Z10
+	VPANDD       Z0, Z10, Z10
+	VPADDD       Z2, Z10, Z10
+	VPADDD       Z12, Z10, Z10
+	VFPCLASSPSZ  $0x81, Z12, K2
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z10
+	VPSRLD       $0x10, Z13, Z11
+	VPANDD       Z0, Z11, Z11
+	VPADDD       Z2, Z11, Z11
+	VPADDD       Z13, Z11, Z11
+	VFPCLASSPSZ  $0x81, Z13, K2
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z11
+	VPERMT2W     Z11, Z3, Z10
+	JMP          bf16fixed4
+
 // func avx512bf16ForwardBF16(j uintptr, from int, to int) int
 // Requires: AVX, AVX512BF16, AVX512BW, AVX512DQ, AVX512F, MMX+, SSE
 TEXT ·avx512bf16ForwardBF16(SB), NOSPLIT, $392-32
@@ -65501,6 +65944,20 @@ noneF16Buf: // not a kernel: nothing to jump to
 	MOVQ $0, ret+48(FP)
 	RET
 
+// func callRowBF16(dst, x, res, w unsafe.Pointer, d int, eps float32, k kernelID) int: jump to kernel k's row function,
+// with the caller's arguments and return address in place.
+TEXT ·callRowBF16(SB), NOSPLIT, $0-56
+	MOVL k+44(FP), CX
+	CMPL CX, $5
+	JAE  noneBF16
+	LEAQ rowsBF16<>(SB), DX
+	MOVQ (DX)(CX*8), DX
+	JMP  DX
+
+noneBF16: // not a kernel: nothing to jump to
+	MOVQ $0, ret+48(FP)
+	RET
+
 // func noRow(dst, x, res, w unsafe.Pointer, d int, eps float32) int
 TEXT ·noRow(SB), NOSPLIT, $0-56
 	MOVQ $0, ret+48(FP)
@@ -65526,3 +65983,10 @@ DATA rowsF16Buf<>+16(SB)/8, $·avx512RowF16Buf(SB)
 DATA rowsF16Buf<>+24(SB)/8, $·noRow(SB)
 DATA rowsF16Buf<>+32(SB)/8, $·avx512RowF16Buf(SB)
 GLOBL rowsF16Buf<>(SB), RODATA|NOPTR, $40
+
+DATA rowsBF16<>+0(SB)/8, $·noRow(SB)
+DATA rowsBF16<>+8(SB)/8, $·noRow(SB)
+DATA rowsBF16<>+16(SB)/8, $·avx512RowBF16(SB)
+DATA rowsBF16<>+24(SB)/8, $·noRow(SB)
+DATA rowsBF16<>+32(SB)/8, $·avx512bf16RowBF16(SB)
+GLOBL rowsBF16<>(SB), RODATA|NOPTR, $40

@@ -43,8 +43,10 @@ func pathAtFault(t *testing.T, name string, f func()) (path []string) {
 				}
 			}
 			// A row function, <kernel>Row+kind (callRow+kind jumps to it, so that it is the frame
-			// below its caller's): "row" for float32 rows, "rowF16" and "rowF16Buf" for binary16.
-			for _, k := range kernelNames {
+			// below its caller's): "row" for float32 rows, "rowF16" and "rowF16Buf" for binary16, "rowBF16" for bfloat16.
+			// (The avx512+bf16 kernel's functions, named by kernelNames as avx512, start with
+			// avx512bf16.)
+			for _, k := range append(kernelNames[:], "avx512bf16") {
 				if kind, ok := strings.CutPrefix(fr.Function, "github.com/gosimd/rmsnorm."+k+"Row"); ok {
 					path = append(path, "row"+kind)
 					break
@@ -96,6 +98,7 @@ func TestShortPathTaken(t *testing.T) {
 		{"Apply UnitOffset Residual", "packedRows", func() { uo.Apply(Rows{Dst: y, X: x, Residual: res}) }},
 		{"Norm.ForwardBF16", "forwardRows", func() { plain.ForwardBF16(y16, x16) }},
 		{"Norm.ForwardF16 Workers 1", "forwardRows", func() { one.ForwardF16(y16, x16) }},
+		{"Norm.ForwardBF16 Workers 1", "forwardRows", func() { one.ForwardBF16(y16, x16) }},
 		{"ForwardF16", "forwardRows", func() { ForwardF16(y16, x16, w, 1e-6) }},
 		{"Norm.ForwardF16", "forwardRows", func() { plain.ForwardF16(y16, x16) }},
 		{"ApplyF16", "packedRows", func() { plain.ApplyF16(Rows16{Dst: y16, X: x16}) }},
@@ -133,8 +136,10 @@ func TestShortPathTaken(t *testing.T) {
 	// function.
 	rowCalls := map[string]bool{"Forward": true, "Norm.Forward": true, "Norm.Forward Workers 1": true, "Apply": true, "Apply Workers 1": true,
 		"Apply Residual": true, "Apply Residual Workers 1": true}
-	// The same for one binary16 row (callRowF16; of 64 elements, which f16Buffer never takes).
+	// The same for one binary16 row (callRowF16; of 64 elements, which f16Buffer never takes),
+	// and one bfloat16 row (callRowBF16).
 	rowF16Calls := map[string]bool{"ForwardF16": true, "Norm.ForwardF16": true, "Norm.ForwardF16 Workers 1": true, "ApplyF16": true}
+	rowBF16Calls := map[string]bool{"ForwardBF16": true, "Norm.ForwardBF16": true, "Norm.ForwardBF16 Workers 1": true, "ApplyBF16": true}
 	defer active.Store(active.Load())
 	for _, k := range testKernels() {
 		active.Store(uint32(k)) // SetKernel("avx512") would pick kernelAVX512BF16 where it stands for avx512
@@ -145,6 +150,8 @@ func TestShortPathTaken(t *testing.T) {
 				want = []string{"row", c.path}
 			case rowF16Calls[c.name] && hasRowFunc(k):
 				want = []string{"rowF16", c.path}
+			case rowBF16Calls[c.name] && hasRowBF16(k):
+				want = []string{"rowBF16", c.path}
 			}
 			if got := pathAtFault(t, c.name, c.f); !slices.Equal(got, want) {
 				t.Errorf("%s %s: the kernel was called from %v, want %v", k, c.name, got, want)

@@ -147,18 +147,21 @@ func (g *gen) clearFlags() {
 	TESTL(want, want)
 	JZ(LabelRef("mxdone"))
 	Label("mxread")
+	g.readMXCSR("mxdone")
+	MOVL(want, on)
+	g.clearSetFlags("mxdone", "")
+	Label("mxdone")
+}
+
+// readMXCSR stores MXCSR in g.mx and jumps to unmasked unless the invalid-operation and denormal
+// exceptions are masked (mxMasks), as Go leaves them.
+func (g *gen) readMXCSR(unmasked string) {
 	STMXCSR(g.mx)
 	masks := GP32()
 	MOVL(g.mx, masks)
 	ANDL(U32(mxMasks), masks)
 	CMPL(masks, U32(mxMasks))
-	JNE(LabelRef("mxdone"))
-	MOVL(want, on)
-	TESTL(U32(mxFlags), g.mx)
-	JZ(LabelRef("mxdone"))
-	ANDL(U32(^uint32(mxFlags)), g.mx)
-	LDMXCSR(g.mx)
-	Label("mxdone")
+	JNE(LabelRef(unmasked))
 }
 
 // fastLoops emits, for the rows clearFlags allows (a row alone under mxSingle, a group's under
@@ -251,9 +254,17 @@ func (g *gen) unlessGroupChecked(label string) {
 // else it clears them and falls through, under comment, to the redo.
 func (g *gen) takeFlags(clean, comment string) {
 	STMXCSR(g.mx)
+	g.clearSetFlags(clean, comment)
+}
+
+// clearSetFlags, with MXCSR in g.mx, jumps to clean when neither flag of mxFlags is set; else it
+// clears them and falls through, under comment when there is one.
+func (g *gen) clearSetFlags(clean, comment string) {
 	TESTL(U32(mxFlags), g.mx)
 	JZ(LabelRef(clean))
-	Comment(comment)
+	if comment != "" {
+		Comment(comment)
+	}
 	ANDL(U32(^uint32(mxFlags)), g.mx)
 	LDMXCSR(g.mx)
 }
@@ -261,4 +272,24 @@ func (g *gen) takeFlags(clean, comment string) {
 // raiseFlags has VMAXPS read a and b (see above); its result is not used.
 func raiseFlags(a, b VecVirtual) {
 	VMAXPS(b, a, ZMM())
+}
+
+// rowFlags is clearFlags for the row function of bfloat16 rows (rowFuncBF16): its row takes the
+// loop without the classification (the word after g.mx set to 1) when it is longer than
+// spec.GroupMax, as rows alone on the job's path, not in place (a flagged row is done again from
+// x), and MXCSR's invalid-operation and denormal exceptions are masked; a row longer than GroupMax
+// in place clears the flags too, as the job's functions do for such a call.
+func (g *gen) rowFlags(r rowRegs) {
+	Comment("The loop that reads MXCSR's invalid and denormal flags (bf16flags.go): for rows longer than GroupMax, out of place, if those exceptions are masked.")
+	on := g.mx.Offset(4)
+	MOVL(U32(0), on)
+	CMPQ(r.d, U32(spec.GroupMax))
+	JBE(LabelRef("mxdone"))
+	g.readMXCSR("mxdone")
+	CMPQ(r.x, r.dst)
+	JE(LabelRef("mxclear")) // in place: the flags cleared, the row classified
+	MOVL(U32(1), on)
+	Label("mxclear")
+	g.clearSetFlags("mxdone", "")
+	Label("mxdone")
 }

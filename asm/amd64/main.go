@@ -64,8 +64,9 @@ func main() {
 		rowFunc(s, s.name)
 		rowFuncF16(s, s.name)
 		if s == avx512 {
-			k.Rows = append(k.Rows, "F16Buf")
+			k.Rows = append(k.Rows, "F16Buf", "BF16")
 			rowFuncF16Buf(s, s.name)
+			rowFuncBF16(s, s.name, false)
 		}
 		for _, v := range spec.Bodies {
 			k.Variants = append(k.Variants, v)
@@ -103,7 +104,8 @@ const cvtPrefix = "avx512bf16"
 // VCVTNE2PS2BF16 (bf16cvt.go), the Layer ones included; base, the avx512 kernel, runs everything
 // else.
 func bf16Kernel(base spec.Kernel) spec.Kernel {
-	k := spec.Kernel{ID: "kernelAVX512BF16", Prefix: cvtPrefix, Base: &base}
+	k := spec.Kernel{ID: "kernelAVX512BF16", Prefix: cvtPrefix, Base: &base, Rows: []string{"BF16"}}
+	rowFuncBF16(avx512, cvtPrefix, true)
 	for _, v := range spec.Bodies {
 		if v.Format.Out() == spec.BF16 {
 			k.Variants = append(k.Variants, v)
@@ -125,7 +127,7 @@ func bf16Kernel(base spec.Kernel) spec.Kernel {
 // those of the scale loops that convert x ahead: see scaleLoop), which fixAssembly aligns to 32
 // bytes (Avo has no PCALIGN);
 // alignLoops keeps it out of the backward kernels, whose sum loop has one of these names too.
-var loopHeads = regexp.MustCompile(`(?m)^(((add|sq)?sumloop|(add|sq)?sumpfloop|scale(pf|nt|nthw|fast|fastpf)?loop(offset|noweight)?(ahead)?|onesumloop|onescaleloop|bufsumloop|bufscaleloop|ressumloop|resscaleloop|rowssumloop|rowsscaleloop|streamsumloop|streamscaleloop):\n)`)
+var loopHeads = regexp.MustCompile(`(?m)^(((add|sq)?sumloop|(add|sq)?sumpfloop|scale(pf|nt|nthw|fast|fastpf)?loop(offset|noweight)?(ahead)?|onesumloop|onescaleloop|onefastscaleloop|bufsumloop|bufscaleloop|ressumloop|resscaleloop|rowssumloop|rowsscaleloop|streamsumloop|streamscaleloop):\n)`)
 
 // alignLoops puts PCALIGN $32 before the loopHeads of every function but the backward ones. It
 // fails where a label would come right before a PCALIGN: a branch to such a label made the Go

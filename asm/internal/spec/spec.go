@@ -549,10 +549,10 @@ const (
 const CallRowSignature = "(dst, x, res, w unsafe.Pointer, d int, eps float32, k kernelID) int"
 
 // RowKinds name the kinds of row function (Kernel.Rows): "" for float32 rows (Prefix+"Row",
-// callRow), "F16" for binary16 rows (Prefix+"RowF16", callRowF16) and "F16Buf" for binary16 rows
-// through a float32 copy on the stack (Prefix+"RowF16Buf", callRowF16Buf), whose res must be nil.
-// All take RowSignature.
-var RowKinds = []string{"", "F16", "F16Buf"}
+// callRow), "F16" for binary16 rows (Prefix+"RowF16", callRowF16), "F16Buf" for binary16 rows
+// through a float32 copy on the stack (Prefix+"RowF16Buf", callRowF16Buf) and "BF16" for bfloat16
+// rows (Prefix+"RowBF16", callRowBF16); the last three's res must be nil. All take RowSignature.
+var RowKinds = []string{"", "F16", "F16Buf", "BF16"}
 
 // RowTable returns, for each kernel id from 0 up, the function callRow+kind jumps to: the
 // kernel's row function of that kind (or its Base's), noRow elsewhere; nil when no kernel of ks
@@ -613,6 +613,12 @@ func RowDoc(name, kind string) []string {
 		return []string{
 			name + " is the F16 row function for rows of at most 4096, through a float32 copy of the row on its stack:",
 			"the sum pass widens x into it, the scale pass reads it. It returns rowNone, having written nothing, for a longer row too.",
+		}
+	}
+	if kind == "BF16" {
+		return []string{
+			name + " normalizes the row of d bfloat16 elements at x into dst: y = round16((x*inv)*w), as the ForwardBF16 function would;",
+			"res must be nil. It returns rowDone when the row is done; rowNone, having written nothing, when d is not a positive multiple of 64 or the row needs the float64 path.",
 		}
 	}
 	if kind == "F16" {
@@ -729,6 +735,8 @@ func GoStubs(header, constraint string, ks []Kernel) string {
 		b.WriteString("func callRowF16" + CallRowSignature + " { return rowNone }\n")
 		b.WriteString("\n// callRowF16Buf returns rowNone: no kernel of this architecture has a row function.\n")
 		b.WriteString("func callRowF16Buf" + CallRowSignature + " { return rowNone }\n")
+		b.WriteString("\n// callRowBF16 returns rowNone: no kernel of this architecture has a row function.\n")
+		b.WriteString("func callRowBF16" + CallRowSignature + " { return rowNone }\n")
 	} else {
 		b.WriteString("\n// callRow runs one float32 row of d with a plain weight (and a residual when res is not nil)\n")
 		b.WriteString("// through kernel k's row function, and returns what it returned: rowNone, having written\n")
@@ -739,6 +747,8 @@ func GoStubs(header, constraint string, ks []Kernel) string {
 		b.WriteString("//\n//go:noescape\nfunc callRowF16" + CallRowSignature + "\n")
 		b.WriteString("\n// callRowF16Buf is callRowF16 through kernel k's RowF16Buf function (noRow where it has none).\n")
 		b.WriteString("//\n//go:noescape\nfunc callRowF16Buf" + CallRowSignature + "\n")
+		b.WriteString("\n// callRowBF16 is callRow for one bfloat16 row (res nil), through kernel k's RowBF16 function (noRow where it has none).\n")
+		b.WriteString("//\n//go:noescape\nfunc callRowBF16" + CallRowSignature + "\n")
 		b.WriteString("\n// noRow is the row function of the kernels without one: it returns rowNone.\n")
 		b.WriteString("//\n//go:noescape\nfunc noRow" + RowSignature + "\n")
 	}

@@ -161,27 +161,33 @@ func TestCallRowF16Declines(t *testing.T) {
 	}
 }
 
-// TestRowF16LayerNormBias: a LayerNorm of a bias alone (no Center) on one binary16 row of a
-// multiple of 64, which packedRows takes, keeps its bias: the row functions, which have none,
-// are not for it. Against generic, by ForwardF16 and ApplyF16.
-func TestRowF16LayerNormBias(t *testing.T) {
+// TestRow16LayerNormBias: a LayerNorm of a bias alone (no Center) on one binary16 or bfloat16 row
+// of a multiple of 64, which packedRows takes, keeps its bias: the row functions, which have
+// none, are not for it. Against generic, by Norm.ForwardF16 and ApplyF16, Norm.ForwardBF16 and
+// ApplyBF16.
+func TestRow16LayerNormBias(t *testing.T) {
 	defer active.Store(active.Load())
-	for _, d := range []int{64, 1024} {
-		x := narrowAll(normalRows(d, 1, 3), formatF16)
-		n := Norm{Weight: normalRows(d, 1, 4), Bias: normalRows(d, 1, 5), Eps: 1e-6}
-		want := make([]uint16, d)
-		applyKernel(kernelGeneric, &n, formatF16, &rowsOf[uint16, uint16]{Dst: want, X: x})
-		for _, k := range testKernels() {
-			active.Store(uint32(k))
-			for _, c := range []struct {
-				name string
-				f    func(y []uint16)
-			}{{"Norm.ForwardF16", func(y []uint16) { n.ForwardF16(y, x) }}, {"ApplyF16", func(y []uint16) { n.ApplyF16(Rows16{Dst: y, X: x}) }}} {
-				y := make([]uint16, d)
-				c.f(y)
-				for i := range y {
-					if !same16(y[i], want[i], formatF16) {
-						t.Fatalf("%s d=%d %s: y[%d] = %#04x, generic %#04x", k, d, c.name, i, y[i], want[i])
+	for _, f := range []format{formatF16, formatBF16} {
+		for _, d := range []int{64, 1024} {
+			x := narrowAll(normalRows(d, 1, 3), f)
+			n := Norm{Weight: normalRows(d, 1, 4), Bias: normalRows(d, 1, 5), Eps: 1e-6}
+			want := make([]uint16, d)
+			applyKernel(kernelGeneric, &n, f, &rowsOf[uint16, uint16]{Dst: want, X: x})
+			forward := map[format]func(y []uint16){formatF16: func(y []uint16) { n.ForwardF16(y, x) }, formatBF16: func(y []uint16) { n.ForwardBF16(y, x) }}[f]
+			apply := map[format]func(Rows16){formatF16: n.ApplyF16, formatBF16: n.ApplyBF16}[f]
+			suffix := map[format]string{formatF16: "F16", formatBF16: "BF16"}[f]
+			for _, k := range testKernels() {
+				active.Store(uint32(k))
+				for _, c := range []struct {
+					name string
+					f    func(y []uint16)
+				}{{"Norm.Forward" + suffix, forward}, {"Apply" + suffix, func(y []uint16) { apply(Rows16{Dst: y, X: x}) }}} {
+					y := make([]uint16, d)
+					c.f(y)
+					for i := range y {
+						if !same16(y[i], want[i], f) {
+							t.Fatalf("%s d=%d %s: y[%d] = %#04x, generic %#04x", k, d, c.name, i, y[i], want[i])
+						}
 					}
 				}
 			}

@@ -77,6 +77,33 @@ func TestCallRowBF16(t *testing.T) {
 	}
 }
 
+// TestCallRowBF16RangeEdge: a row whose t = ss/d + eps is exactly 2^-100, the smallest t in
+// range (x = 2^-50 in every lane, eps 0), is the row function's (rowDone, generic's bits), not
+// the float64 path's; ForwardBF16 on every kernel gives generic's bits for it.
+func TestCallRowBF16RangeEdge(t *testing.T) {
+	for _, d := range []int{64, 192, 1024} {
+		x := narrowAll(slices.Repeat([]float32{0x1p-50}, d), formatBF16)
+		w := normalRows(d, 1, 7)
+		if s := sumSquares(widenAll(x, formatBF16)) / float32(d); s != 0x1p-100 {
+			t.Fatalf("d=%d: ss/d = %g, want 2^-100", d, s)
+		}
+		want := make([]uint16, d)
+		forwardRows(&forwardBF16Names, formatBF16, want, x, w, 0, kernelGeneric)
+		for _, k := range testKernels() {
+			got := make([]uint16, d)
+			forwardRows(&forwardBF16Names, formatBF16, got, x, w, 0, k)
+			check16Exact(t, fmt.Sprintf("%s d=%d t = 2^-100: ForwardBF16", k, d), got, want)
+			if hasRowBF16(k) {
+				got := make([]uint16, d)
+				if ret := callRowBF16(ptr(got), ptr(x), nil, ptr(w), d, 0, k); ret != rowDone {
+					t.Fatalf("%s d=%d: callRowBF16 returned %d for t = 2^-100, want rowDone", k, d, ret)
+				}
+				check16Exact(t, fmt.Sprintf("%s d=%d t = 2^-100: callRowBF16", k, d), got, want)
+			}
+		}
+	}
+}
+
 // TestCallRowBF16Declines: callRowBF16 returns rowNone and writes nothing for a row of length 0,
 // which its callers never pass but the functions test anyway, and for a kernel id past its table.
 func TestCallRowBF16Declines(t *testing.T) {

@@ -103,6 +103,7 @@ func TestShortPathTaken(t *testing.T) {
 		{"Norm.ForwardF16", "forwardRows", func() { plain.ForwardF16(y16, x16) }},
 		{"ApplyF16", "packedRows", func() { plain.ApplyF16(Rows16{Dst: y16, X: x16}) }},
 		{"ApplyF16 LayerNorm bias only", "packedRows", func() { lnBias.ApplyF16(Rows16{Dst: y16, X: x16}) }},
+		{"ApplyBF16 LayerNorm bias only", "packedRows", func() { lnBias.ApplyBF16(Rows16{Dst: y16, X: x16}) }},
 		{"Norm.ForwardBF16 UnitOffset", "packedRows", func() { uo.ForwardBF16(y16, x16) }},
 		{"Norm.ForwardF16 RoundNormalized", "packedRows", func() { rn.ForwardF16(y16, x16) }},
 		{"ApplyBF16", "packedRows", func() { plain.ApplyBF16(Rows16{Dst: y16, X: x16}) }},

@@ -23,7 +23,7 @@ func convert(s *isa, prefix string, c spec.Conversion, cvt bool) {
 	if !s.masked {
 		slot = AllocLocal(2 * s.vbytes())
 	}
-	g.loadBF16Consts()
+	g.loadBF16Consts(true)
 	dst := Load(Param("dst"), GP64()).(GPVirtual)
 	src := Load(Param("src"), GP64()).(GPVirtual)
 	n := Load(Param("n"), GP64()).(GPVirtual)

@@ -244,22 +244,29 @@ func (g *gen) quietNaN(v VecVirtual) VecVirtual {
 // VFIXUPIMMPS table of quietNaN, and the indexes of the odd 16-bit words of two vectors (pack).
 type bfRegs struct{ one, bias, high, nan, fixNaN, oddWords VecVirtual }
 
-// loadBF16Consts broadcasts the constants of bfloat16 rounding into registers (AVX-512).
-func (g *gen) loadBF16Consts() {
+// loadBF16Consts broadcasts the constants of bfloat16 rounding into registers (AVX-512); high
+// says whether 0xffff0000 is among them (the rounding that keeps the top halves: bf16Round), which
+// the row functions' narrowing (pack) does not use.
+func (g *gen) loadBF16Consts(high bool) {
 	if g.s != avx512 || g.out() != spec.BF16 {
 		return
 	}
 	c := bfConsts[g.s.name]
 	g.bf.one, g.bf.bias = ZMM(), ZMM()
 	if !g.cvt { // the avx512bf16 functions keep and fix NaN lanes otherwise (bf16cvt.go)
-		g.bf.high, g.bf.nan, g.bf.fixNaN = ZMM(), ZMM(), ZMM()
+		if high {
+			g.bf.high = ZMM()
+		}
+		g.bf.nan, g.bf.fixNaN = ZMM(), ZMM()
 	}
 	g.bf.oddWords = ZMM()
 	VMOVDQU64(oddWordsAVX512, g.bf.oddWords)
 	VPBROADCASTD(c.one, g.bf.one)
 	VPBROADCASTD(c.bias, g.bf.bias)
-	if !g.cvt {
+	if g.bf.high != nil {
 		VPBROADCASTD(c.high, g.bf.high)
+	}
+	if !g.cvt {
 		VPBROADCASTD(c.nanHigh, g.bf.nan)
 		VPBROADCASTD(c.fixNaN, g.bf.fixNaN)
 	}

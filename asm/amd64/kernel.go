@@ -313,7 +313,7 @@ func (g *gen) prologue() {
 	MOVQ(g.field(spec.Job.DstStride), ds)
 	SHLQ(U8(map[int]uint8{4: 2, 2: 1}[g.ebOut()]), ds)
 	MOVQ(ds, g.dstStrideB)
-	g.loadBF16Consts()
+	g.loadBF16Consts(true)
 	g.loadWidenConsts()
 	g.clearFlags()
 

@@ -299,7 +299,7 @@ func (g *gen) rowBody(p string, r rowRegs, eps Op, mode rowsMode, ret func(ok bo
 		src = r.res
 	}
 	if g.out() == spec.BF16 { // the rounding's constants, and the avx512bf16 functions' VPERMW indexes
-		g.loadBF16Consts()
+		g.loadBF16Consts(false)
 		g.loadWidenConsts()
 	}
 	iv := g.s.vec()

@@ -182,13 +182,14 @@ func rowTable(t *testing.T, kind string) []string {
 }
 
 // rowKinds are spec.RowKinds, which the tests below go through.
-var rowKinds = []string{"", "F16", "F16Buf", "BF16"}
+var rowKinds = []string{"", "F16", "F16Buf", "BF16", "F16RN", "BF16RN"}
 
 // The kernels that have row functions are those whose table rows hold their own one-row path:
 // avx512 (and kernelAVX512BF16, which runs its float32 and float16 functions) and avx2, for
 // float32 rows (callRow) and binary16 rows (callRowF16); avx512 alone for binary16 rows through a
 // float32 copy (callRowF16Buf); and for bfloat16 rows (callRowBF16) the two AVX-512 kernels, each
-// its own; the others have noRow.
+// its own; the same for the rows of RoundNormalized (callRowF16RN as callRowF16, callRowBF16RN as
+// callRowBF16); the others have noRow.
 func TestRowTable(t *testing.T) {
 	var kinds []string // the callRow+kind jumps rmsnorm_amd64.s defines
 	for _, fn := range parseAsm(t) {
@@ -205,8 +206,8 @@ func TestRowTable(t *testing.T) {
 		switch kind {
 		case "F16Buf":
 			want[kernelAVX2] = "noRow"
-		case "BF16":
-			want[kernelAVX2], want[kernelAVX512BF16] = "noRow", "avx512bf16RowBF16"
+		case "BF16", "BF16RN":
+			want[kernelAVX2], want[kernelAVX512BF16] = "noRow", "avx512bf16Row"+kind
 		}
 		for k, fn := range rowTable(t, kind) {
 			if fn != want[kernelID(k)] {

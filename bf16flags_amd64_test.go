@@ -127,10 +127,11 @@ func TestBF16ExceptionsUnmasked(t *testing.T) {
 	t.Logf("%d calls, each with an exception unmasked", calls)
 }
 
-// The bfloat16 row function of the avx512+bf16 kernel (callRowBF16: one row in cache) under the
-// MXCSR states of the two tests above: with the invalid and denormal flags set when the call
-// comes, a row of more than 512 (out of place the loop that reads them; in place the function
-// clears them too, as the job's functions do for such a call) leaves them cleared and
+// The bfloat16 row functions of the avx512+bf16 kernel (callRowBF16 and callRowBF16RN: one row in
+// cache) under the MXCSR states of the two tests above: with the invalid and denormal flags set
+// when the call comes, a row of more than 512 (256 with RoundNormalized; out of place the loop
+// that reads them, in place the function clears them too, as the job's functions do for such a
+// call) leaves them cleared and
 // every row, ordinary or with a lane of rowBF16Lanes, comes out with generic's bits; with either
 // exception unmasked, the rows with those lanes come out right, without a trap (the classified
 // loop: a VMAXPS on such a lane would trap), but for the subnormal x*inv with the denormal one
@@ -143,49 +144,54 @@ func TestRowBF16MXCSR(t *testing.T) {
 	}
 	old := lockMXCSR(t)
 	const big = 0x1p50
+	lanes := append([]struct {
+		name string
+		set  func(x, w []float32, p int)
+	}{{"none", func(x, w []float32, p int) {}}}, rowBF16Lanes...)
 	calls := 0
-	for _, d := range []int{128, 1024, 4096} {
-		lanes := append([]struct {
-			name string
-			set  func(x, w []float32, p int)
-		}{{"none", func(x, w []float32, p int) {}}}, rowBF16Lanes...)
-		for _, ln := range lanes {
-			x32, _, w, _ := normalInputs(seedFor(d, 83), 1, d)
-			for i := range x32 {
-				x32[i] *= big
-			}
-			ln.set(x32, w, d/2+5)
-			x := narrowAll(x32, formatBF16)
-			want := make([]uint16, d)
-			forwardRows(&forwardBF16Names, formatBF16, want, x, w, 1e-6, kernelGeneric)
-			for _, inPlace := range []bool{false, true} {
-				states := []uint32{mxcsr.Default | mxcsr.Invalid | mxcsr.Denormal, mxcsr.Default &^ mxcsr.InvalidMask, mxcsr.Default &^ mxcsr.DenormalMask}
-				if ln.name == "subnormal x*inv" {
-					// Its (x*inv)*w multiplies a subnormal, which traps in every kernel with the
-					// denormal exception unmasked: the flags alone then.
-					states = states[:2]
+	for _, d := range []int{128, 384, 1024, 4096} {
+		for _, rn := range []bool{false, true} {
+			// The rows that clear the flags: longer than 512, or 256 with RoundNormalized.
+			clears := d > groupMax || rn && d > 256
+			for _, ln := range lanes {
+				x32, _, w, _ := normalInputs(seedFor(d, 83), 1, d)
+				for i := range x32 {
+					x32[i] *= big
 				}
-				for _, state := range states {
-					got := make([]uint16, d)
-					src := x
-					if inPlace {
-						copy(got, x)
-						src = got
+				ln.set(x32, w, d/2+5)
+				x := narrowAll(x32, formatBF16)
+				n := Norm{Weight: w, Eps: 1e-6, RoundNormalized: rn}
+				want := make([]uint16, d)
+				applyKernel(kernelGeneric, &n, formatBF16, &rowsOf[uint16, uint16]{Dst: want, X: x})
+				for _, inPlace := range []bool{false, true} {
+					states := []uint32{mxcsr.Default | mxcsr.Invalid | mxcsr.Denormal, mxcsr.Default &^ mxcsr.InvalidMask, mxcsr.Default &^ mxcsr.DenormalMask}
+					if ln.name == "subnormal x*inv" {
+						// Its (x*inv)*w multiplies a subnormal, which traps in every kernel with the
+						// denormal exception unmasked: the flags alone then.
+						states = states[:2]
 					}
-					mxcsr.Set(state)
-					ret := callRowBF16(ptr(got), ptr(src), nil, ptr(w), d, 1e-6, kernelAVX512BF16)
-					after := mxcsr.Get()
-					mxcsr.Set(old)
-					ctx := fmt.Sprintf("d=%d %s inplace=%v MXCSR %#x", d, ln.name, inPlace, state)
-					if ret != rowDone {
-						t.Fatalf("%s: callRowBF16 returned %d, want rowDone", ctx, ret)
+					for _, state := range states {
+						got := make([]uint16, d)
+						src := x
+						if inPlace {
+							copy(got, x)
+							src = got
+						}
+						mxcsr.Set(state)
+						ret := rowCallBF16(rn)(ptr(got), ptr(src), nil, ptr(w), d, 1e-6, kernelAVX512BF16)
+						after := mxcsr.Get()
+						mxcsr.Set(old)
+						ctx := fmt.Sprintf("d=%d rn=%v %s inplace=%v MXCSR %#x", d, rn, ln.name, inPlace, state)
+						if ret != rowDone {
+							t.Fatalf("%s: the row function returned %d, want rowDone", ctx, ret)
+						}
+						check16Exact(t, ctx, got, want)
+						if state&(mxcsr.InvalidMask|mxcsr.DenormalMask) == mxcsr.InvalidMask|mxcsr.DenormalMask &&
+							clears && ln.name == "none" && after&(mxcsr.Invalid|mxcsr.Denormal) != 0 {
+							t.Errorf("%s: MXCSR %#x after an ordinary row entered with the invalid and denormal flags set: not cleared", ctx, after)
+						}
+						calls++
 					}
-					check16Exact(t, ctx, got, want)
-					if state&(mxcsr.InvalidMask|mxcsr.DenormalMask) == mxcsr.InvalidMask|mxcsr.DenormalMask &&
-						d > groupMax && ln.name == "none" && after&(mxcsr.Invalid|mxcsr.Denormal) != 0 {
-						t.Errorf("%s: MXCSR %#x after an ordinary row entered with the invalid and denormal flags set: not cleared", ctx, after)
-					}
-					calls++
 				}
 			}
 		}

@@ -134,7 +134,7 @@ func forwardRows[T elem](nm *names, f format, dst, x []T, w []float32, eps float
 	if rows == 1 && f == formatF32 && d%64 == 0 && 2*nb < uintptr(streamBytes) && callRow(ptr(dst), ptr(x), nil, ptr(w), d, eps, k) == rowDone {
 		return
 	}
-	if rows == 1 && f != formatF32 && d%64 == 0 && 2*nb < uintptr(streamBytes) && rowOf16(f, ptr(dst), ptr(x), ptr(w), d, eps, k) == rowDone {
+	if rows == 1 && f != formatF32 && d%64 == 0 && 2*nb < uintptr(streamBytes) && rowOf16(f, false, ptr(dst), ptr(x), ptr(w), d, eps, k) == rowDone {
 		return
 	}
 	v := forwardVariant[f][weighted][0] // k and v are read before j is declared: see job.init
@@ -155,15 +155,20 @@ func forwardRows[T elem](nm *names, f format, dst, x []T, w []float32, eps float
 	}
 }
 
-// rowOf16 runs one row of 16-bit format f (formatBF16 or formatF16) of d with a plain weight
-// through kernel k's row function of that format, and returns what it returned: rowNone, having
-// written nothing, when k has none or the row needs the float64 path. bfloat16 rows take
-// callRowBF16; binary16 rows callRowF16, or, for the row lengths of f16Buffer, callRowF16Buf,
-// which keeps a float32 copy of the row, where k has it. A row that one leaves goes to
-// callRowF16: on a kernel without it (noRow) that does the row; the float64 path's row (t out
+// rowOf16 runs one row of 16-bit format f (formatBF16 or formatF16) of d with a plain weight,
+// rounded after x*inv too with rn (RoundNormalized), through kernel k's row function of that
+// format, and returns what it returned: rowNone, having written nothing, when k has none or the
+// row needs the float64 path. bfloat16 rows take callRowBF16 (callRowBF16RN with rn); binary16
+// rows callRowF16 (callRowF16RN), or, without rn and for the row lengths of f16Buffer,
+// callRowF16Buf, which keeps a float32 copy of the row, where k has it. A row that one leaves goes
+// to callRowF16: on a kernel without it (noRow) that does the row; the float64 path's row (t out
 // of range: for binary16 only a row of zeros with eps 0) it leaves too, having written nothing.
-func rowOf16(f format, dst, x, w unsafe.Pointer, d int, eps float32, k kernelID) int {
+func rowOf16(f format, rn bool, dst, x, w unsafe.Pointer, d int, eps float32, k kernelID) int {
 	switch {
+	case rn && f == formatBF16:
+		return callRowBF16RN(dst, x, nil, w, d, eps, k)
+	case rn:
+		return callRowF16RN(dst, x, nil, w, d, eps, k)
 	case f == formatBF16:
 		return callRowBF16(dst, x, nil, w, d, eps, k)
 	case within(f16Buffer, d) && callRowF16Buf(dst, x, nil, w, d, eps, k) == rowDone:
@@ -407,9 +412,10 @@ func packedRows[D, T elem](r *rowsOf[D, T], f format, w []float32, eps float32, 
 		vs = &layerVariant
 	}
 	// One bfloat16 or binary16 row in cache without a residual (ApplyBF16's and ApplyF16's call
-	// for one token): its row function, as forwardRows does.
-	if rows == 1 && res == nil && (f == formatBF16 || f == formatF16) && flags == 0 && !layer && d%64 == 0 && 2*sb < uintptr(streamBytes) &&
-		rowOf16(f, ptr(r.Dst), ptr(r.X), ptr(w), d, eps, k) == rowDone {
+	// for one token), with a plain weight, rounded after x*inv too or not (RoundNormalized): its
+	// row function, as forwardRows does.
+	if rows == 1 && res == nil && (f == formatBF16 || f == formatF16) && flags&^flagRN == 0 && !layer && d%64 == 0 && 2*sb < uintptr(streamBytes) &&
+		rowOf16(f, flags == flagRN, ptr(r.Dst), ptr(r.X), ptr(w), d, eps, k) == rowDone {
 		return true
 	}
 	// One float32 row in cache with a residual, a plain weight, no Inv (the pre-norm block's call

@@ -29,3 +29,9 @@ func callRowF16Buf(dst, x, res, w unsafe.Pointer, d int, eps float32, k kernelID
 
 // callRowBF16 returns rowNone: this build has no row function (see the assembly builds' callRowBF16).
 func callRowBF16(dst, x, res, w unsafe.Pointer, d int, eps float32, k kernelID) int { return rowNone }
+
+// callRowF16RN returns rowNone: this build has no row function (see the assembly builds' callRowF16RN).
+func callRowF16RN(dst, x, res, w unsafe.Pointer, d int, eps float32, k kernelID) int { return rowNone }
+
+// callRowBF16RN returns rowNone: this build has no row function (see the assembly builds' callRowBF16RN).
+func callRowBF16RN(dst, x, res, w unsafe.Pointer, d int, eps float32, k kernelID) int { return rowNone }

@@ -146,17 +146,18 @@ var rowBF16Lanes = []struct {
 
 // TestRowBF16FlaggedLanes gives the bfloat16 row functions the lanes that VCVTNE2PS2BF16 narrows
 // otherwise than the contract and that no multiply flags, one per call, in each vector of the
-// first, a middle and the last iteration of the scale loop, on single rows around 512 (the longest
-// row the avx512+bf16 function classifies vector by vector out of place) and longer, out of place
-// (rows of more than 512: the loop without the classification, then MXCSR's flags, then the row
-// again, classified) and in place (classified): ForwardBF16, ApplyBF16 and callRowBF16 straight
-// give generic's bits on every kernel.
+// first, a middle and the last iteration of the scale loop, on single rows around 512 and 256 (the
+// longest rows the avx512+bf16 functions classify vector by vector out of place, without and with
+// RoundNormalized) and longer, out of place (longer rows: the loop without the classification,
+// then MXCSR's flags, then the row again, classified) and in place (classified), with and without
+// RoundNormalized: ForwardBF16, ApplyBF16 and the row functions straight (callRowBF16,
+// callRowBF16RN) give generic's bits on every kernel.
 func TestRowBF16FlaggedLanes(t *testing.T) {
 	logBF16Paths(t)
 	const big = 0x1p50
-	dims := []int{448, 512, 576, 1024, 4096}
+	dims := []int{256, 320, 448, 512, 576, 1024, 4096}
 	if testing.Short() {
-		dims = []int{576}
+		dims = []int{320, 576}
 	}
 	calls := 0
 	for _, d := range dims {
@@ -168,43 +169,49 @@ func TestRowBF16FlaggedLanes(t *testing.T) {
 		}
 		for _, ln := range rowBF16Lanes {
 			for _, p := range positions {
-				x32, _, w, _ := normalInputs(seedFor(d, p, 79), 1, d)
-				for i := range x32 {
-					x32[i] *= big
-				}
-				ln.set(x32, w, p)
-				x := narrowAll(x32, formatBF16)
-				want := make([]uint16, d)
-				forwardRows(&forwardBF16Names, formatBF16, want, x, w, 1e-6, kernelGeneric)
-				for _, k := range testKernels() {
-					for _, inPlace := range []bool{false, true} {
-						ctx := fmt.Sprintf("%s %s: d=%d p=%d inplace=%v", k, ln.name, d, p, inPlace)
-						out := func() []uint16 {
-							if inPlace {
-								return slices.Clone(x)
+				for _, rn := range []bool{false, true} {
+					x32, _, w, _ := normalInputs(seedFor(d, p, 79), 1, d)
+					for i := range x32 {
+						x32[i] *= big
+					}
+					ln.set(x32, w, p)
+					x := narrowAll(x32, formatBF16)
+					n := Norm{Weight: w, Eps: 1e-6, RoundNormalized: rn}
+					want := make([]uint16, d)
+					applyKernel(kernelGeneric, &n, formatBF16, &rowsOf[uint16, uint16]{Dst: want, X: x})
+					for _, k := range testKernels() {
+						for _, inPlace := range []bool{false, true} {
+							ctx := fmt.Sprintf("%s %s: d=%d p=%d rn=%v inplace=%v", k, ln.name, d, p, rn, inPlace)
+							out := func() []uint16 {
+								if inPlace {
+									return slices.Clone(x)
+								}
+								return make([]uint16, d)
 							}
-							return make([]uint16, d)
-						}
-						src := func(dst []uint16) []uint16 {
-							if inPlace {
-								return dst
+							src := func(dst []uint16) []uint16 {
+								if inPlace {
+									return dst
+								}
+								return x
 							}
-							return x
-						}
-						got := out()
-						forwardRows(&forwardBF16Names, formatBF16, got, src(got), w, 1e-6, k)
-						check16Exact(t, ctx+" ForwardBF16", got, want)
-						got = out()
-						applyKernel(k, &Norm{Weight: w, Eps: 1e-6}, formatBF16, &rowsOf[uint16, uint16]{Dst: got, X: src(got)})
-						check16Exact(t, ctx+" ApplyBF16", got, want)
-						if hasRowBF16(k) {
+							var got []uint16
+							if !rn {
+								got = out()
+								forwardRows(&forwardBF16Names, formatBF16, got, src(got), w, 1e-6, k)
+								check16Exact(t, ctx+" ForwardBF16", got, want)
+							}
 							got = out()
-							if ret := callRowBF16(ptr(got), ptr(src(got)), nil, ptr(w), d, 1e-6, k); ret != rowDone {
-								t.Fatalf("%s: callRowBF16 returned %d, want rowDone", ctx, ret)
+							applyKernel(k, &n, formatBF16, &rowsOf[uint16, uint16]{Dst: got, X: src(got)})
+							check16Exact(t, ctx+" ApplyBF16", got, want)
+							if hasRowBF16(k) {
+								got = out()
+								if ret := rowCallBF16(rn)(ptr(got), ptr(src(got)), nil, ptr(w), d, 1e-6, k); ret != rowDone {
+									t.Fatalf("%s: the row function returned %d, want rowDone", ctx, ret)
+								}
+								check16Exact(t, ctx+" the row function", got, want)
 							}
-							check16Exact(t, ctx+" callRowBF16", got, want)
+							calls++
 						}
-						calls++
 					}
 				}
 			}

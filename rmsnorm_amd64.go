@@ -288,6 +288,12 @@ func avx512Row(dst, x, res, w unsafe.Pointer, d int, eps float32) int
 //go:noescape
 func avx512RowF16(dst, x, res, w unsafe.Pointer, d int, eps float32) int
 
+// avx512RowF16RN is the F16 row function for a Norm with RoundNormalized: y = round16(round16(x*inv)*w), as the Apply function would.
+// It returns rowDone when the row is done; rowNone, having written nothing, when d is not a positive multiple of 64 or the row needs the float64 path.
+//
+//go:noescape
+func avx512RowF16RN(dst, x, res, w unsafe.Pointer, d int, eps float32) int
+
 // avx512RowF16Buf is the F16 row function for rows of at most 4096, through a float32 copy of the row on its stack:
 // the sum pass widens x into it, the scale pass reads it. It returns rowNone, having written nothing, for a longer row too.
 //
@@ -299,6 +305,12 @@ func avx512RowF16Buf(dst, x, res, w unsafe.Pointer, d int, eps float32) int
 //
 //go:noescape
 func avx512RowBF16(dst, x, res, w unsafe.Pointer, d int, eps float32) int
+
+// avx512RowBF16RN is the BF16 row function for a Norm with RoundNormalized: y = round16(round16(x*inv)*w), as the Apply function would.
+// It returns rowDone when the row is done; rowNone, having written nothing, when d is not a positive multiple of 64 or the row needs the float64 path.
+//
+//go:noescape
+func avx512RowBF16RN(dst, x, res, w unsafe.Pointer, d int, eps float32) int
 
 // avx2Row normalizes the row of d floats at x into dst: y = (x*inv)*w, as the one-row path of the Forward function does;
 // with res not nil, h = x + res is stored to res first and normalized in place of x, as the Forward function does for a residual (its AddWeighted variant).
@@ -314,11 +326,23 @@ func avx2Row(dst, x, res, w unsafe.Pointer, d int, eps float32) int
 //go:noescape
 func avx2RowF16(dst, x, res, w unsafe.Pointer, d int, eps float32) int
 
+// avx2RowF16RN is the F16 row function for a Norm with RoundNormalized: y = round16(round16(x*inv)*w), as the Apply function would.
+// It returns rowDone when the row is done; rowNone, having written nothing, when d is not a positive multiple of 64 or the row needs the float64 path.
+//
+//go:noescape
+func avx2RowF16RN(dst, x, res, w unsafe.Pointer, d int, eps float32) int
+
 // avx512bf16RowBF16 normalizes the row of d bfloat16 elements at x into dst: y = round16((x*inv)*w), as the ForwardBF16 function would;
 // res must be nil. It returns rowDone when the row is done; rowNone, having written nothing, when d is not a positive multiple of 64 or the row needs the float64 path.
 //
 //go:noescape
 func avx512bf16RowBF16(dst, x, res, w unsafe.Pointer, d int, eps float32) int
+
+// avx512bf16RowBF16RN is the BF16 row function for a Norm with RoundNormalized: y = round16(round16(x*inv)*w), as the Apply function would.
+// It returns rowDone when the row is done; rowNone, having written nothing, when d is not a positive multiple of 64 or the row needs the float64 path.
+//
+//go:noescape
+func avx512bf16RowBF16RN(dst, x, res, w unsafe.Pointer, d int, eps float32) int
 
 // callRow runs one float32 row of d with a plain weight (and a residual when res is not nil)
 // through kernel k's row function, and returns what it returned: rowNone, having written
@@ -342,6 +366,16 @@ func callRowF16Buf(dst, x, res, w unsafe.Pointer, d int, eps float32, k kernelID
 //
 //go:noescape
 func callRowBF16(dst, x, res, w unsafe.Pointer, d int, eps float32, k kernelID) int
+
+// callRowF16RN is callRowF16 for a row with RoundNormalized, through kernel k's RowF16RN function (noRow where it has none).
+//
+//go:noescape
+func callRowF16RN(dst, x, res, w unsafe.Pointer, d int, eps float32, k kernelID) int
+
+// callRowBF16RN is callRowBF16 for a row with RoundNormalized, through kernel k's RowBF16RN function (noRow where it has none).
+//
+//go:noescape
+func callRowBF16RN(dst, x, res, w unsafe.Pointer, d int, eps float32, k kernelID) int
 
 // noRow is the row function of the kernels without one: it returns rowNone.
 //

@@ -863,6 +863,143 @@ reject:
 	MOVQ $0x00000000, ret+48(FP)
 	RET
 
+// func avx512RowF16RN(dst uintptr, x uintptr, res uintptr, w uintptr, d int, eps float32) int
+// Requires: AVX, AVX512F
+TEXT ·avx512RowF16RN(SB), NOSPLIT, $0-56
+	// avx512RowF16RN is the F16 row function for a Norm with RoundNormalized: y = round16(round16(x*inv)*w), as the Apply function would.
+	// It returns rowDone when the row is done; rowNone, having written nothing, when d is not a positive multiple of 64 or the row needs the float64 path.
+	MOVQ       d+32(FP), AX
+	TESTQ      $0x0000003f, AX
+	JNZ        reject
+	TESTQ      AX, AX
+	JZ         reject
+	MOVQ       x+8(FP), CX
+	MOVQ       dst+0(FP), DX
+	MOVQ       w+24(FP), BX
+	VMOVSS     one<>+0(SB), X4
+	VCVTSI2SSQ AX, X4, X4
+	VMOVSS     one<>+0(SB), X5
+	VDIVSS     X4, X5, X5
+
+	// Sum of squares: element i goes to partial i%64; the first block sets the partials.
+	VCVTPH2PS (CX), Z0
+	VMULPS    Z0, Z0, Z0
+	VCVTPH2PS 32(CX), Z1
+	VMULPS    Z1, Z1, Z1
+	VCVTPH2PS 64(CX), Z2
+	VMULPS    Z2, Z2, Z2
+	VCVTPH2PS 96(CX), Z3
+	VMULPS    Z3, Z3, Z3
+	MOVQ      $0x00000040, SI
+	CMPQ      SI, AX
+	JAE       onesummed
+
+	PCALIGN $32
+onesumloop:
+	VCVTPH2PS   (CX)(SI*2), Z6
+	VFMADD231PS Z6, Z6, Z0
+	VCVTPH2PS   32(CX)(SI*2), Z6
+	VFMADD231PS Z6, Z6, Z1
+	VCVTPH2PS   64(CX)(SI*2), Z6
+	VFMADD231PS Z6, Z6, Z2
+	VCVTPH2PS   96(CX)(SI*2), Z6
+	VFMADD231PS Z6, Z6, Z3
+	ADDQ        $0x00000040, SI
+	CMPQ        SI, AX
+	JB          onesumloop
+
+onesummed:
+	VADDPS     Z2, Z0, Z0
+	VADDPS     Z3, Z1, Z1
+	VADDPS     Z1, Z0, Z0
+	VSHUFF64X2 $0xee, Z0, Z0, Z1
+	VADDPS     Z1, Z0, Z0
+	VSHUFF32X4 $0x01, Z0, Z0, Z1
+	VADDPS     Z1, Z0, Z0
+	VPERMILPS  $0x4e, Z0, Z1
+	VADDPS     Z1, Z0, Z0
+	VPERMILPS  $0xb1, Z0, Z1
+	VADDPS     Z1, Z0, Z0
+
+	// t = ss/d + eps (ss*(1/d) when d is a power of two, the same bits); t outside [2^-100, MaxFloat32] returns the row for the float64 path.
+	LEAQ   -1(AX), SI
+	TESTQ  AX, SI
+	JNZ    onediv
+	VMULSS X5, X0, X0
+	JMP    onedivided
+
+onediv:
+	VDIVSS X4, X0, X0
+
+onedivided:
+	VADDSS   eps+40(FP), X0, X0
+	VUCOMISS tlo<>+0(SB), X0
+	JCS      onefloat64
+	VUCOMISS tmax<>+0(SB), X0
+	JHI      onefloat64
+	VSQRTSS  X0, X0, X0
+	VMOVSS   one<>+0(SB), X1
+	VDIVSS   X0, X1, X1
+
+	// y = (x*inv)*w, rounded after each multiply.
+	VBROADCASTSS X1, Z0
+	XORQ         SI, SI
+	VCVTPH2PS    (CX)(SI*2), Z1
+	VCVTPH2PS    32(CX)(SI*2), Z2
+	VCVTPH2PS    64(CX)(SI*2), Z3
+	VCVTPH2PS    96(CX)(SI*2), Z6
+
+	PCALIGN $32
+onescaleloop:
+	VMULPS    Z0, Z1, Z7
+	VMULPS    Z0, Z2, Z8
+	VMULPS    Z0, Z3, Z9
+	VMULPS    Z0, Z6, Z10
+	LEAQ      64(SI), DI
+	CMPQ      DI, AX
+	JAE       onelast
+	VCVTPH2PS 128(CX)(SI*2), Z1
+	VCVTPH2PS 160(CX)(SI*2), Z2
+	VCVTPH2PS 192(CX)(SI*2), Z3
+	VCVTPH2PS 224(CX)(SI*2), Z6
+
+onelast:
+	VCVTPS2PH    $0x00, Z7, Y4
+	VCVTPH2PS    Y4, Z7
+	VCVTPS2PH    $0x00, Z8, Y4
+	VCVTPH2PS    Y4, Z8
+	VCVTPS2PH    $0x00, Z9, Y4
+	VCVTPH2PS    Y4, Z9
+	VCVTPS2PH    $0x00, Z10, Y4
+	VCVTPH2PS    Y4, Z10
+	VMULPS       (BX)(SI*4), Z7, Z7
+	VMULPS       64(BX)(SI*4), Z8, Z8
+	VCVTPS2PH    $0x00, Z7, Y4
+	VCVTPS2PH    $0x00, Z8, Y5
+	VINSERTI64X4 $0x01, Y5, Z4, Z4
+	VMOVDQU64    Z4, (DX)(SI*2)
+	VMULPS       128(BX)(SI*4), Z9, Z9
+	VMULPS       192(BX)(SI*4), Z10, Z10
+	VCVTPS2PH    $0x00, Z9, Y5
+	VCVTPS2PH    $0x00, Z10, Y4
+	VINSERTI64X4 $0x01, Y4, Z5, Z5
+	VMOVDQU64    Z5, 64(DX)(SI*2)
+	ADDQ         $0x00000040, SI
+	CMPQ         SI, AX
+	JB           onescaleloop
+	VZEROUPPER
+	MOVQ         $0x00000001, ret+48(FP)
+	RET
+
+onefloat64:
+	VZEROUPPER
+	MOVQ $0x00000000, ret+48(FP)
+	RET
+
+reject:
+	MOVQ $0x00000000, ret+48(FP)
+	RET
+
 // func avx512RowF16Buf(dst uintptr, x uintptr, res uintptr, w uintptr, d int, eps float32) int
 // Requires: AVX, AVX512F
 TEXT ·avx512RowF16Buf(SB), $16448-56
@@ -1157,6 +1294,215 @@ onelast:
 	VPADDD      Z10, Z12, Z12
 	VPERMT2W    Z12, Z5, Z11
 	VMOVDQU64   Z11, 64(DX)(SI*2)
+	ADDQ        $0x00000040, SI
+	CMPQ        SI, AX
+	JB          onescaleloop
+	VZEROUPPER
+	MOVQ        $0x00000001, ret+48(FP)
+	RET
+
+onefloat64:
+	VZEROUPPER
+	MOVQ $0x00000000, ret+48(FP)
+	RET
+
+reject:
+	MOVQ $0x00000000, ret+48(FP)
+	RET
+
+// func avx512RowBF16RN(dst uintptr, x uintptr, res uintptr, w uintptr, d int, eps float32) int
+// Requires: AVX, AVX512BW, AVX512F
+TEXT ·avx512RowBF16RN(SB), NOSPLIT, $0-56
+	// avx512RowBF16RN is the BF16 row function for a Norm with RoundNormalized: y = round16(round16(x*inv)*w), as the Apply function would.
+	// It returns rowDone when the row is done; rowNone, having written nothing, when d is not a positive multiple of 64 or the row needs the float64 path.
+	MOVQ       d+32(FP), AX
+	TESTQ      $0x0000003f, AX
+	JNZ        reject
+	TESTQ      AX, AX
+	JZ         reject
+	MOVQ       x+8(FP), CX
+	MOVQ       dst+0(FP), DX
+	MOVQ       w+24(FP), BX
+	VMOVSS     one<>+0(SB), X4
+	VCVTSI2SSQ AX, X4, X4
+	VMOVSS     one<>+0(SB), X5
+	VDIVSS     X4, X5, X5
+
+	// Sum of squares: element i goes to partial i%64; the first block sets the partials.
+	VPBROADCASTD avx512bfhigh<>+0(SB), Z6
+	VPSLLD       $0x10, (CX), Z0
+	VPANDD       (CX), Z6, Z1
+	VMULPS       Z0, Z0, Z0
+	VMULPS       Z1, Z1, Z1
+	VPSLLD       $0x10, 64(CX), Z2
+	VPANDD       64(CX), Z6, Z3
+	VMULPS       Z2, Z2, Z2
+	VMULPS       Z3, Z3, Z3
+	MOVQ         $0x00000040, SI
+	CMPQ         SI, AX
+	JAE          onesummed
+
+	PCALIGN $32
+onesumloop:
+	VPSLLD $0x10, (CX)(SI*2), Z7
+	VPANDD (CX)(SI*2), Z6, Z8
+	VMULPS Z7, Z7, Z7
+	VADDPS Z7, Z0, Z0
+	VMULPS Z8, Z8, Z8
+	VADDPS Z8, Z1, Z1
+	VPSLLD $0x10, 64(CX)(SI*2), Z7
+	VPANDD 64(CX)(SI*2), Z6, Z8
+	VMULPS Z7, Z7, Z7
+	VADDPS Z7, Z2, Z2
+	VMULPS Z8, Z8, Z8
+	VADDPS Z8, Z3, Z3
+	ADDQ   $0x00000040, SI
+	CMPQ   SI, AX
+	JB     onesumloop
+
+onesummed:
+	// The partials back in order: 16k..16k+15 in acc[k] (see evenodd.go).
+	VMOVDQU32  evenoddidx<>+0(SB), Z6
+	VPERMI2PS  Z1, Z0, Z6
+	VMOVDQU32  evenoddidx<>+64(SB), Z7
+	VPERMI2PS  Z1, Z0, Z7
+	VMOVAPS    Z6, Z0
+	VMOVAPS    Z7, Z1
+	VMOVDQU32  evenoddidx<>+0(SB), Z6
+	VPERMI2PS  Z3, Z2, Z6
+	VMOVDQU32  evenoddidx<>+64(SB), Z7
+	VPERMI2PS  Z3, Z2, Z7
+	VMOVAPS    Z6, Z2
+	VMOVAPS    Z7, Z3
+	VADDPS     Z2, Z0, Z0
+	VADDPS     Z3, Z1, Z1
+	VADDPS     Z1, Z0, Z0
+	VSHUFF64X2 $0xee, Z0, Z0, Z1
+	VADDPS     Z1, Z0, Z0
+	VSHUFF32X4 $0x01, Z0, Z0, Z1
+	VADDPS     Z1, Z0, Z0
+	VPERMILPS  $0x4e, Z0, Z1
+	VADDPS     Z1, Z0, Z0
+	VPERMILPS  $0xb1, Z0, Z1
+	VADDPS     Z1, Z0, Z0
+
+	// t = ss/d + eps (ss*(1/d) when d is a power of two, the same bits); t outside [2^-100, MaxFloat32] returns the row for the float64 path.
+	LEAQ   -1(AX), SI
+	TESTQ  AX, SI
+	JNZ    onediv
+	VMULSS X5, X0, X0
+	JMP    onedivided
+
+onediv:
+	VDIVSS X4, X0, X0
+
+onedivided:
+	VADDSS   eps+40(FP), X0, X0
+	VUCOMISS tlo<>+0(SB), X0
+	JCS      onefloat64
+	VUCOMISS tmax<>+0(SB), X0
+	JHI      onefloat64
+	VSQRTSS  X0, X0, X0
+	VMOVSS   one<>+0(SB), X1
+	VDIVSS   X0, X1, X1
+
+	// y = (x*inv)*w, rounded after each multiply.
+	VMOVDQU64    oddwords<>+0(SB), Z6
+	VPBROADCASTD avx512bfone<>+0(SB), Z0
+	VPBROADCASTD avx512bfbias<>+0(SB), Z2
+	VPBROADCASTD avx512bfhigh<>+0(SB), Z3
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), Z4
+	VPBROADCASTD avx512bffixnan<>+0(SB), Z5
+	VBROADCASTSS X1, Z1
+	XORQ         SI, SI
+	VPMOVZXWD    (CX)(SI*2), Z7
+	VPSLLD       $0x10, Z7, Z7
+	VPMOVZXWD    32(CX)(SI*2), Z8
+	VPSLLD       $0x10, Z8, Z8
+	VPMOVZXWD    64(CX)(SI*2), Z9
+	VPSLLD       $0x10, Z9, Z9
+	VPMOVZXWD    96(CX)(SI*2), Z10
+	VPSLLD       $0x10, Z10, Z10
+
+	PCALIGN $32
+onescaleloop:
+	VMULPS    Z1, Z7, Z11
+	VMULPS    Z1, Z8, Z12
+	VMULPS    Z1, Z9, Z13
+	VMULPS    Z1, Z10, Z14
+	LEAQ      64(SI), DI
+	CMPQ      DI, AX
+	JAE       onelast
+	VPMOVZXWD 128(CX)(SI*2), Z7
+	VPSLLD    $0x10, Z7, Z7
+	VPMOVZXWD 160(CX)(SI*2), Z8
+	VPSLLD    $0x10, Z8, Z8
+	VPMOVZXWD 192(CX)(SI*2), Z9
+	VPSLLD    $0x10, Z9, Z9
+	VPMOVZXWD 224(CX)(SI*2), Z10
+	VPSLLD    $0x10, Z10, Z10
+
+onelast:
+	VMOVDQA64   Z4, Z15
+	VFIXUPIMMPS $0x00, Z5, Z11, Z15
+	VPSRLD      $0x10, Z15, Z11
+	VPANDD      Z0, Z11, Z11
+	VPADDD      Z2, Z11, Z11
+	VPADDD      Z15, Z11, Z11
+	VPANDD      Z3, Z11, Z11
+	VMOVDQA64   Z4, Z15
+	VFIXUPIMMPS $0x00, Z5, Z12, Z15
+	VPSRLD      $0x10, Z15, Z12
+	VPANDD      Z0, Z12, Z12
+	VPADDD      Z2, Z12, Z12
+	VPADDD      Z15, Z12, Z12
+	VPANDD      Z3, Z12, Z12
+	VMOVDQA64   Z4, Z15
+	VFIXUPIMMPS $0x00, Z5, Z13, Z15
+	VPSRLD      $0x10, Z15, Z13
+	VPANDD      Z0, Z13, Z13
+	VPADDD      Z2, Z13, Z13
+	VPADDD      Z15, Z13, Z13
+	VPANDD      Z3, Z13, Z13
+	VMOVDQA64   Z4, Z15
+	VFIXUPIMMPS $0x00, Z5, Z14, Z15
+	VPSRLD      $0x10, Z15, Z14
+	VPANDD      Z0, Z14, Z14
+	VPADDD      Z2, Z14, Z14
+	VPADDD      Z15, Z14, Z14
+	VPANDD      Z3, Z14, Z14
+	VMULPS      (BX)(SI*4), Z11, Z11
+	VMULPS      64(BX)(SI*4), Z12, Z12
+	VMOVDQA64   Z4, Z15
+	VFIXUPIMMPS $0x00, Z5, Z11, Z15
+	VPSRLD      $0x10, Z15, Z11
+	VPANDD      Z0, Z11, Z11
+	VPADDD      Z2, Z11, Z11
+	VPADDD      Z15, Z11, Z11
+	VMOVDQA64   Z4, Z15
+	VFIXUPIMMPS $0x00, Z5, Z12, Z15
+	VPSRLD      $0x10, Z15, Z12
+	VPANDD      Z0, Z12, Z12
+	VPADDD      Z2, Z12, Z12
+	VPADDD      Z15, Z12, Z12
+	VPERMT2W    Z12, Z6, Z11
+	VMOVDQU64   Z11, (DX)(SI*2)
+	VMULPS      128(BX)(SI*4), Z13, Z13
+	VMULPS      192(BX)(SI*4), Z14, Z14
+	VMOVDQA64   Z4, Z11
+	VFIXUPIMMPS $0x00, Z5, Z13, Z11
+	VPSRLD      $0x10, Z11, Z12
+	VPANDD      Z0, Z12, Z12
+	VPADDD      Z2, Z12, Z12
+	VPADDD      Z11, Z12, Z12
+	VMOVDQA64   Z4, Z11
+	VFIXUPIMMPS $0x00, Z5, Z14, Z11
+	VPSRLD      $0x10, Z11, Z13
+	VPANDD      Z0, Z13, Z13
+	VPADDD      Z2, Z13, Z13
+	VPADDD      Z11, Z13, Z13
+	VPERMT2W    Z13, Z6, Z12
+	VMOVDQU64   Z12, 64(DX)(SI*2)
 	ADDQ        $0x00000040, SI
 	CMPQ        SI, AX
 	JB          onescaleloop
@@ -22204,6 +22550,160 @@ onescaleloop:
 	VMULPS      Y0, Y3, Y3
 	VCVTPH2PS   48(CX)(SI*2), Y4
 	VMULPS      Y0, Y4, Y4
+	VMULPS      (BX)(SI*4), Y1, Y1
+	VMULPS      32(BX)(SI*4), Y2, Y2
+	VCVTPS2PH   $0x00, Y1, X1
+	VCVTPS2PH   $0x00, Y2, X2
+	VINSERTI128 $0x01, X2, Y1, Y1
+	VMOVDQU     Y1, (DX)(SI*2)
+	VMULPS      64(BX)(SI*4), Y3, Y3
+	VMULPS      96(BX)(SI*4), Y4, Y4
+	VCVTPS2PH   $0x00, Y3, X3
+	VCVTPS2PH   $0x00, Y4, X4
+	VINSERTI128 $0x01, X4, Y3, Y3
+	VMOVDQU     Y3, 32(DX)(SI*2)
+	ADDQ        $0x00000020, SI
+	CMPQ        SI, AX
+	JB          onescaleloop
+	VZEROUPPER
+	MOVQ        $0x00000001, ret+48(FP)
+	RET
+
+onefloat64:
+	VZEROUPPER
+	MOVQ $0x00000000, ret+48(FP)
+	RET
+
+reject:
+	MOVQ $0x00000000, ret+48(FP)
+	RET
+
+// func avx2RowF16RN(dst uintptr, x uintptr, res uintptr, w uintptr, d int, eps float32) int
+// Requires: AVX, AVX2, F16C
+TEXT ·avx2RowF16RN(SB), NOSPLIT, $0-56
+	// avx2RowF16RN is the F16 row function for a Norm with RoundNormalized: y = round16(round16(x*inv)*w), as the Apply function would.
+	// It returns rowDone when the row is done; rowNone, having written nothing, when d is not a positive multiple of 64 or the row needs the float64 path.
+	MOVQ       d+32(FP), AX
+	TESTQ      $0x0000003f, AX
+	JNZ        reject
+	TESTQ      AX, AX
+	JZ         reject
+	MOVQ       x+8(FP), CX
+	MOVQ       dst+0(FP), DX
+	MOVQ       w+24(FP), BX
+	VMOVSS     one<>+0(SB), X8
+	VCVTSI2SSQ AX, X8, X8
+	VMOVSS     one<>+0(SB), X9
+	VDIVSS     X8, X9, X9
+
+	// Sum of squares: element i goes to partial i%64; the first block sets the partials.
+	VCVTPH2PS (CX), Y0
+	VMULPS    Y0, Y0, Y0
+	VCVTPH2PS 16(CX), Y1
+	VMULPS    Y1, Y1, Y1
+	VCVTPH2PS 32(CX), Y2
+	VMULPS    Y2, Y2, Y2
+	VCVTPH2PS 48(CX), Y3
+	VMULPS    Y3, Y3, Y3
+	VCVTPH2PS 64(CX), Y4
+	VMULPS    Y4, Y4, Y4
+	VCVTPH2PS 80(CX), Y5
+	VMULPS    Y5, Y5, Y5
+	VCVTPH2PS 96(CX), Y6
+	VMULPS    Y6, Y6, Y6
+	VCVTPH2PS 112(CX), Y7
+	VMULPS    Y7, Y7, Y7
+	MOVQ      $0x00000040, SI
+	CMPQ      SI, AX
+	JAE       onesummed
+
+	PCALIGN $32
+onesumloop:
+	VCVTPH2PS (CX)(SI*2), Y10
+	VMULPS    Y10, Y10, Y10
+	VADDPS    Y10, Y0, Y0
+	VCVTPH2PS 16(CX)(SI*2), Y10
+	VMULPS    Y10, Y10, Y10
+	VADDPS    Y10, Y1, Y1
+	VCVTPH2PS 32(CX)(SI*2), Y10
+	VMULPS    Y10, Y10, Y10
+	VADDPS    Y10, Y2, Y2
+	VCVTPH2PS 48(CX)(SI*2), Y10
+	VMULPS    Y10, Y10, Y10
+	VADDPS    Y10, Y3, Y3
+	VCVTPH2PS 64(CX)(SI*2), Y10
+	VMULPS    Y10, Y10, Y10
+	VADDPS    Y10, Y4, Y4
+	VCVTPH2PS 80(CX)(SI*2), Y10
+	VMULPS    Y10, Y10, Y10
+	VADDPS    Y10, Y5, Y5
+	VCVTPH2PS 96(CX)(SI*2), Y10
+	VMULPS    Y10, Y10, Y10
+	VADDPS    Y10, Y6, Y6
+	VCVTPH2PS 112(CX)(SI*2), Y10
+	VMULPS    Y10, Y10, Y10
+	VADDPS    Y10, Y7, Y7
+	ADDQ      $0x00000040, SI
+	CMPQ      SI, AX
+	JB        onesumloop
+
+onesummed:
+	VADDPS       Y4, Y0, Y0
+	VADDPS       Y5, Y1, Y1
+	VADDPS       Y6, Y2, Y2
+	VADDPS       Y7, Y3, Y3
+	VADDPS       Y2, Y0, Y0
+	VADDPS       Y3, Y1, Y1
+	VADDPS       Y1, Y0, Y0
+	VEXTRACTF128 $0x01, Y0, X1
+	VADDPS       X1, X0, X1
+	VMOVHLPS     X1, X1, X0
+	VADDPS       X0, X1, X1
+	VMOVSHDUP    X1, X0
+	VADDSS       X0, X1, X1
+
+	// t = ss/d + eps (ss*(1/d) when d is a power of two, the same bits); t outside [2^-100, MaxFloat32] returns the row for the float64 path.
+	LEAQ   -1(AX), SI
+	TESTQ  AX, SI
+	JNZ    onediv
+	VMULSS X9, X1, X0
+	JMP    onedivided
+
+onediv:
+	VDIVSS X8, X1, X0
+
+onedivided:
+	VADDSS   eps+40(FP), X0, X0
+	VUCOMISS tlo<>+0(SB), X0
+	JCS      onefloat64
+	VUCOMISS tmax<>+0(SB), X0
+	JHI      onefloat64
+	VSQRTSS  X0, X0, X0
+	VMOVSS   one<>+0(SB), X1
+	VDIVSS   X0, X1, X1
+
+	// y = (x*inv)*w, rounded after each multiply.
+	VBROADCASTSS X1, Y0
+	XORQ         SI, SI
+
+	PCALIGN $32
+onescaleloop:
+	VCVTPH2PS   (CX)(SI*2), Y1
+	VMULPS      Y0, Y1, Y1
+	VCVTPH2PS   16(CX)(SI*2), Y2
+	VMULPS      Y0, Y2, Y2
+	VCVTPH2PS   32(CX)(SI*2), Y3
+	VMULPS      Y0, Y3, Y3
+	VCVTPH2PS   48(CX)(SI*2), Y4
+	VMULPS      Y0, Y4, Y4
+	VCVTPS2PH   $0x00, Y1, X1
+	VCVTPH2PS   X1, Y1
+	VCVTPS2PH   $0x00, Y2, X2
+	VCVTPH2PS   X2, Y2
+	VCVTPS2PH   $0x00, Y3, X3
+	VCVTPH2PS   X3, Y3
+	VCVTPS2PH   $0x00, Y4, X4
+	VCVTPH2PS   X4, Y4
 	VMULPS      (BX)(SI*4), Y1, Y1
 	VMULPS      32(BX)(SI*4), Y2, Y2
 	VCVTPS2PH   $0x00, Y1, X1
@@ -56076,7 +56576,7 @@ TEXT ·avx512bf16RowBF16(SB), NOSPLIT, $8-56
 	MOVQ  dst+0(FP), DX
 	MOVQ  w+24(FP), BX
 
-	// The loop that reads MXCSR's invalid and denormal flags (bf16flags.go): for rows longer than GroupMax, out of place, if those exceptions are masked.
+	// The loop that reads MXCSR's invalid and denormal flags (bf16flags.go): for rows longer than GroupMax (rnFlagsAbove with RoundNormalized), out of place, if those exceptions are masked.
 	MOVL    $0x00000000, 4(SP)
 	CMPQ    AX, $0x00000200
 	JBE     mxdone
@@ -56323,6 +56823,326 @@ bf16fix3:
 	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z11
 	VPERMT2W     Z11, Z3, Z10
 	JMP          bf16fixed4
+
+// func avx512bf16RowBF16RN(dst uintptr, x uintptr, res uintptr, w uintptr, d int, eps float32) int
+// Requires: AVX, AVX512BF16, AVX512BW, AVX512DQ, AVX512F, SSE
+TEXT ·avx512bf16RowBF16RN(SB), NOSPLIT, $8-56
+	// avx512bf16RowBF16RN is the BF16 row function for a Norm with RoundNormalized: y = round16(round16(x*inv)*w), as the Apply function would.
+	// It returns rowDone when the row is done; rowNone, having written nothing, when d is not a positive multiple of 64 or the row needs the float64 path.
+	MOVQ  d+32(FP), AX
+	TESTQ $0x0000003f, AX
+	JNZ   reject
+	TESTQ AX, AX
+	JZ    reject
+	MOVQ  x+8(FP), CX
+	MOVQ  dst+0(FP), DX
+	MOVQ  w+24(FP), BX
+
+	// The loop that reads MXCSR's invalid and denormal flags (bf16flags.go): for rows longer than GroupMax (rnFlagsAbove with RoundNormalized), out of place, if those exceptions are masked.
+	MOVL    $0x00000000, 4(SP)
+	CMPQ    AX, $0x00000100
+	JBE     mxdone
+	STMXCSR (SP)
+	MOVL    (SP), SI
+	ANDL    $0x00000180, SI
+	CMPL    SI, $0x00000180
+	JNE     mxdone
+	CMPQ    CX, DX
+	JE      mxclear
+	MOVL    $0x00000001, 4(SP)
+
+mxclear:
+	TESTL   $0x00000003, (SP)
+	JZ      mxdone
+	ANDL    $0xfffffffc, (SP)
+	LDMXCSR (SP)
+
+mxdone:
+	VMOVSS     one<>+0(SB), X4
+	VCVTSI2SSQ AX, X4, X4
+	VMOVSS     one<>+0(SB), X5
+	VDIVSS     X4, X5, X5
+
+	// Sum of squares: element i goes to partial i%64; the first block sets the partials.
+	VPBROADCASTD avx512bfhigh<>+0(SB), Z6
+	VPSLLD       $0x10, (CX), Z0
+	VPANDD       (CX), Z6, Z1
+	VMULPS       Z0, Z0, Z0
+	VMULPS       Z1, Z1, Z1
+	VPSLLD       $0x10, 64(CX), Z2
+	VPANDD       64(CX), Z6, Z3
+	VMULPS       Z2, Z2, Z2
+	VMULPS       Z3, Z3, Z3
+	MOVQ         $0x00000040, SI
+	CMPQ         SI, AX
+	JAE          onesummed
+
+	PCALIGN $32
+onesumloop:
+	VPSLLD $0x10, (CX)(SI*2), Z7
+	VPANDD (CX)(SI*2), Z6, Z8
+	VMULPS Z7, Z7, Z7
+	VADDPS Z7, Z0, Z0
+	VMULPS Z8, Z8, Z8
+	VADDPS Z8, Z1, Z1
+	VPSLLD $0x10, 64(CX)(SI*2), Z7
+	VPANDD 64(CX)(SI*2), Z6, Z8
+	VMULPS Z7, Z7, Z7
+	VADDPS Z7, Z2, Z2
+	VMULPS Z8, Z8, Z8
+	VADDPS Z8, Z3, Z3
+	ADDQ   $0x00000040, SI
+	CMPQ   SI, AX
+	JB     onesumloop
+
+onesummed:
+	// The partials back in order: 16k..16k+15 in acc[k] (see evenodd.go).
+	VMOVDQU32  evenoddidx<>+0(SB), Z6
+	VPERMI2PS  Z1, Z0, Z6
+	VMOVDQU32  evenoddidx<>+64(SB), Z7
+	VPERMI2PS  Z1, Z0, Z7
+	VMOVAPS    Z6, Z0
+	VMOVAPS    Z7, Z1
+	VMOVDQU32  evenoddidx<>+0(SB), Z6
+	VPERMI2PS  Z3, Z2, Z6
+	VMOVDQU32  evenoddidx<>+64(SB), Z7
+	VPERMI2PS  Z3, Z2, Z7
+	VMOVAPS    Z6, Z2
+	VMOVAPS    Z7, Z3
+	VADDPS     Z2, Z0, Z0
+	VADDPS     Z3, Z1, Z1
+	VADDPS     Z1, Z0, Z0
+	VSHUFF64X2 $0xee, Z0, Z0, Z1
+	VADDPS     Z1, Z0, Z0
+	VSHUFF32X4 $0x01, Z0, Z0, Z1
+	VADDPS     Z1, Z0, Z0
+	VPERMILPS  $0x4e, Z0, Z1
+	VADDPS     Z1, Z0, Z0
+	VPERMILPS  $0xb1, Z0, Z1
+	VADDPS     Z1, Z0, Z0
+
+	// t = ss/d + eps (ss*(1/d) when d is a power of two, the same bits); t outside [2^-100, MaxFloat32] returns the row for the float64 path.
+	LEAQ   -1(AX), SI
+	TESTQ  AX, SI
+	JNZ    onediv
+	VMULSS X5, X0, X0
+	JMP    onedivided
+
+onediv:
+	VDIVSS X4, X0, X0
+
+onedivided:
+	VADDSS   eps+40(FP), X0, X0
+	VUCOMISS tlo<>+0(SB), X0
+	JCS      onefloat64
+	VUCOMISS tmax<>+0(SB), X0
+	JHI      onefloat64
+	VSQRTSS  X0, X0, X0
+	VMOVSS   one<>+0(SB), X1
+	VDIVSS   X0, X1, X1
+
+	// y = (x*inv)*w, rounded after each multiply.
+	VMOVDQU64    oddwords<>+0(SB), Z3
+	VPBROADCASTD avx512bfone<>+0(SB), Z0
+	VPBROADCASTD avx512bfbias<>+0(SB), Z2
+	VMOVDQU64    widelo<>+0(SB), Z4
+	VMOVDQU64    widehi<>+0(SB), Z5
+	MOVL         $0xaaaaaaaa, SI
+	KMOVD        SI, K1
+	VBROADCASTSS X1, Z1
+	TESTL        $0x00000001, 4(SP)
+	JZ           onechecked
+	XORQ         SI, SI
+	VPERMW.Z     (CX)(SI*2), Z4, K1, Z6
+	VPERMW.Z     (CX)(SI*2), Z5, K1, Z7
+	VPERMW.Z     64(CX)(SI*2), Z4, K1, Z8
+	VPERMW.Z     64(CX)(SI*2), Z5, K1, Z9
+
+	PCALIGN $32
+onefastscaleloop:
+	VMULPS   Z1, Z6, Z10
+	VMULPS   Z1, Z7, Z11
+	VMULPS   Z1, Z8, Z12
+	VMULPS   Z1, Z9, Z13
+	LEAQ     64(SI), DI
+	CMPQ     DI, AX
+	JAE      onefastlast
+	VPERMW.Z 128(CX)(SI*2), Z4, K1, Z6
+	VPERMW.Z 128(CX)(SI*2), Z5, K1, Z7
+	VPERMW.Z 192(CX)(SI*2), Z4, K1, Z8
+	VPERMW.Z 192(CX)(SI*2), Z5, K1, Z9
+
+onefastlast:
+	VMAXPS         Z11, Z10, Z14
+	BYTE $0x62; BYTE $0x52; BYTE $0x27; BYTE $0x48; BYTE $0x72; BYTE $0xda // VCVTNE2PS2BF16 Z10, Z11, Z11
+	VPERMW.Z       Z11, Z4, K1, Z10
+	VPERMW.Z       Z11, Z5, K1, Z11
+	VMAXPS         Z13, Z12, Z14
+	BYTE $0x62; BYTE $0x52; BYTE $0x17; BYTE $0x48; BYTE $0x72; BYTE $0xec // VCVTNE2PS2BF16 Z12, Z13, Z13
+	VPERMW.Z       Z13, Z4, K1, Z12
+	VPERMW.Z       Z13, Z5, K1, Z13
+	VMULPS         (BX)(SI*4), Z10, Z10
+	VMULPS         64(BX)(SI*4), Z11, Z11
+	VMAXPS         Z11, Z10, Z14
+	BYTE $0x62; BYTE $0x52; BYTE $0x27; BYTE $0x48; BYTE $0x72; BYTE $0xd2 // VCVTNE2PS2BF16 Z10, Z11, Z10
+	VMOVDQU64      Z10, (DX)(SI*2)
+	VMULPS         128(BX)(SI*4), Z12, Z12
+	VMULPS         192(BX)(SI*4), Z13, Z13
+	VMAXPS         Z13, Z12, Z10
+	BYTE $0x62; BYTE $0x52; BYTE $0x17; BYTE $0x48; BYTE $0x72; BYTE $0xd4 // VCVTNE2PS2BF16 Z12, Z13, Z10
+	VMOVDQU64      Z10, 64(DX)(SI*2)
+	ADDQ           $0x00000040, SI
+	CMPQ           SI, AX
+	JB             onefastscaleloop
+	STMXCSR        (SP)
+	TESTL          $0x00000003, (SP)
+	JZ             onescaled
+
+	// A NaN or a subnormal among the lanes narrowed, or one before them: the row again, classified.
+	ANDL    $0xfffffffc, (SP)
+	LDMXCSR (SP)
+
+onechecked:
+	XORQ     SI, SI
+	VPERMW.Z (CX)(SI*2), Z4, K1, Z6
+	VPERMW.Z (CX)(SI*2), Z5, K1, Z7
+	VPERMW.Z 64(CX)(SI*2), Z4, K1, Z8
+	VPERMW.Z 64(CX)(SI*2), Z5, K1, Z9
+
+	PCALIGN $32
+onescaleloop:
+	VMULPS   Z1, Z6, Z10
+	VMULPS   Z1, Z7, Z11
+	VMULPS   Z1, Z8, Z12
+	VMULPS   Z1, Z9, Z13
+	LEAQ     64(SI), DI
+	CMPQ     DI, AX
+	JAE      onelast
+	VPERMW.Z 128(CX)(SI*2), Z4, K1, Z6
+	VPERMW.Z 128(CX)(SI*2), Z5, K1, Z7
+	VPERMW.Z 192(CX)(SI*2), Z4, K1, Z8
+	VPERMW.Z 192(CX)(SI*2), Z5, K1, Z9
+
+onelast:
+	VFPCLASSPSZ    $0xa1, Z10, K2
+	VFPCLASSPSZ    $0xa1, Z11, K3
+	KORTESTW       K3, K2
+	JNZ            bf16fix1
+	BYTE $0x62; BYTE $0x52; BYTE $0x27; BYTE $0x48; BYTE $0x72; BYTE $0xf2 // VCVTNE2PS2BF16 Z10, Z11, Z14
+
+bf16fixed2:
+	VPERMW.Z       Z14, Z4, K1, Z10
+	VPERMW.Z       Z14, Z5, K1, Z11
+	VFPCLASSPSZ    $0xa1, Z12, K2
+	VFPCLASSPSZ    $0xa1, Z13, K3
+	KORTESTW       K3, K2
+	JNZ            bf16fix3
+	BYTE $0x62; BYTE $0x52; BYTE $0x17; BYTE $0x48; BYTE $0x72; BYTE $0xf4 // VCVTNE2PS2BF16 Z12, Z13, Z14
+
+bf16fixed4:
+	VPERMW.Z       Z14, Z4, K1, Z12
+	VPERMW.Z       Z14, Z5, K1, Z13
+	VMULPS         (BX)(SI*4), Z10, Z10
+	VMULPS         64(BX)(SI*4), Z11, Z11
+	VFPCLASSPSZ    $0xa1, Z10, K2
+	VFPCLASSPSZ    $0xa1, Z11, K3
+	KORTESTW       K3, K2
+	JNZ            bf16fix5
+	BYTE $0x62; BYTE $0x52; BYTE $0x27; BYTE $0x48; BYTE $0x72; BYTE $0xf2 // VCVTNE2PS2BF16 Z10, Z11, Z14
+
+bf16fixed6:
+	VMOVDQU64      Z14, (DX)(SI*2)
+	VMULPS         128(BX)(SI*4), Z12, Z12
+	VMULPS         192(BX)(SI*4), Z13, Z13
+	VFPCLASSPSZ    $0xa1, Z12, K2
+	VFPCLASSPSZ    $0xa1, Z13, K3
+	KORTESTW       K3, K2
+	JNZ            bf16fix7
+	BYTE $0x62; BYTE $0x52; BYTE $0x17; BYTE $0x48; BYTE $0x72; BYTE $0xd4 // VCVTNE2PS2BF16 Z12, Z13, Z10
+
+bf16fixed8:
+	VMOVDQU64 Z10, 64(DX)(SI*2)
+	ADDQ      $0x00000040, SI
+	CMPQ      SI, AX
+	JB        onescaleloop
+
+onescaled:
+	VZEROUPPER
+	MOVQ $0x00000001, ret+48(FP)
+	RET
+
+onefloat64:
+	VZEROUPPER
+	MOVQ $0x00000000, ret+48(FP)
+	RET
+
+reject:
+	MOVQ $0x00000000, ret+48(FP)
+	RET
+
+bf16fix1:
+	VPSRLD       $0x10, Z10, Z14
+	VPANDD       Z0, Z14, Z14
+	VPADDD       Z2, Z14, Z14
+	VPADDD       Z10, Z14, Z14
+	VFPCLASSPSZ  $0x81, Z10, K2
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z14
+	VPSRLD       $0x10, Z11, Z10
+	VPANDD       Z0, Z10, Z10
+	VPADDD       Z2, Z10, Z10
+	VPADDD       Z11, Z10, Z10
+	VFPCLASSPSZ  $0x81, Z11, K2
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z10
+	VPERMT2W     Z10, Z3, Z14
+	JMP          bf16fixed2
+
+bf16fix3:
+	VPSRLD       $0x10, Z12, Z14
+	VPANDD       Z0, Z14, Z14
+	VPADDD       Z2, Z14, Z14
+	VPADDD       Z12, Z14, Z14
+	VFPCLASSPSZ  $0x81, Z12, K2
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z14
+	VPSRLD       $0x10, Z13, Z12
+	VPANDD       Z0, Z12, Z12
+	VPADDD       Z2, Z12, Z12
+	VPADDD       Z13, Z12, Z12
+	VFPCLASSPSZ  $0x81, Z13, K2
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z12
+	VPERMT2W     Z12, Z3, Z14
+	JMP          bf16fixed4
+
+bf16fix5:
+	VPSRLD       $0x10, Z10, Z14
+	VPANDD       Z0, Z14, Z14
+	VPADDD       Z2, Z14, Z14
+	VPADDD       Z10, Z14, Z14
+	VFPCLASSPSZ  $0x81, Z10, K2
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z14
+	VPSRLD       $0x10, Z11, Z10
+	VPANDD       Z0, Z10, Z10
+	VPADDD       Z2, Z10, Z10
+	VPADDD       Z11, Z10, Z10
+	VFPCLASSPSZ  $0x81, Z11, K2
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z10
+	VPERMT2W     Z10, Z3, Z14
+	JMP          bf16fixed6
+
+bf16fix7:
+	VPSRLD       $0x10, Z12, Z10
+	VPANDD       Z0, Z10, Z10
+	VPADDD       Z2, Z10, Z10
+	VPADDD       Z12, Z10, Z10
+	VFPCLASSPSZ  $0x81, Z12, K2
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z10
+	VPSRLD       $0x10, Z13, Z11
+	VPANDD       Z0, Z11, Z11
+	VPADDD       Z2, Z11, Z11
+	VPADDD       Z13, Z11, Z11
+	VFPCLASSPSZ  $0x81, Z13, K2
+	VPBROADCASTD avx512bfnanhigh<>+0(SB), K2, Z11
+	VPERMT2W     Z11, Z3, Z10
+	JMP          bf16fixed8
 
 // func avx512bf16ForwardBF16(j uintptr, from int, to int) int
 // Requires: AVX, AVX512BF16, AVX512BW, AVX512DQ, AVX512F, MMX+, SSE
@@ -65957,6 +66777,34 @@ noneBF16: // not a kernel: nothing to jump to
 	MOVQ $0, ret+48(FP)
 	RET
 
+// func callRowF16RN(dst, x, res, w unsafe.Pointer, d int, eps float32, k kernelID) int: jump to kernel k's row function,
+// with the caller's arguments and return address in place.
+TEXT ·callRowF16RN(SB), NOSPLIT, $0-56
+	MOVL k+44(FP), CX
+	CMPL CX, $5
+	JAE  noneF16RN
+	LEAQ rowsF16RN<>(SB), DX
+	MOVQ (DX)(CX*8), DX
+	JMP  DX
+
+noneF16RN: // not a kernel: nothing to jump to
+	MOVQ $0, ret+48(FP)
+	RET
+
+// func callRowBF16RN(dst, x, res, w unsafe.Pointer, d int, eps float32, k kernelID) int: jump to kernel k's row function,
+// with the caller's arguments and return address in place.
+TEXT ·callRowBF16RN(SB), NOSPLIT, $0-56
+	MOVL k+44(FP), CX
+	CMPL CX, $5
+	JAE  noneBF16RN
+	LEAQ rowsBF16RN<>(SB), DX
+	MOVQ (DX)(CX*8), DX
+	JMP  DX
+
+noneBF16RN: // not a kernel: nothing to jump to
+	MOVQ $0, ret+48(FP)
+	RET
+
 // func noRow(dst, x, res, w unsafe.Pointer, d int, eps float32) int
 TEXT ·noRow(SB), NOSPLIT, $0-56
 	MOVQ $0, ret+48(FP)
@@ -65989,3 +66837,17 @@ DATA rowsBF16<>+16(SB)/8, $·avx512RowBF16(SB)
 DATA rowsBF16<>+24(SB)/8, $·noRow(SB)
 DATA rowsBF16<>+32(SB)/8, $·avx512bf16RowBF16(SB)
 GLOBL rowsBF16<>(SB), RODATA|NOPTR, $40
+
+DATA rowsF16RN<>+0(SB)/8, $·noRow(SB)
+DATA rowsF16RN<>+8(SB)/8, $·avx2RowF16RN(SB)
+DATA rowsF16RN<>+16(SB)/8, $·avx512RowF16RN(SB)
+DATA rowsF16RN<>+24(SB)/8, $·noRow(SB)
+DATA rowsF16RN<>+32(SB)/8, $·avx512RowF16RN(SB)
+GLOBL rowsF16RN<>(SB), RODATA|NOPTR, $40
+
+DATA rowsBF16RN<>+0(SB)/8, $·noRow(SB)
+DATA rowsBF16RN<>+8(SB)/8, $·noRow(SB)
+DATA rowsBF16RN<>+16(SB)/8, $·avx512RowBF16RN(SB)
+DATA rowsBF16RN<>+24(SB)/8, $·noRow(SB)
+DATA rowsBF16RN<>+32(SB)/8, $·avx512bf16RowBF16RN(SB)
+GLOBL rowsBF16RN<>(SB), RODATA|NOPTR, $40

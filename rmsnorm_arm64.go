@@ -141,6 +141,12 @@ func callRowF16Buf(dst, x, res, w unsafe.Pointer, d int, eps float32, k kernelID
 // callRowBF16 returns rowNone: no kernel of this architecture has a row function.
 func callRowBF16(dst, x, res, w unsafe.Pointer, d int, eps float32, k kernelID) int { return rowNone }
 
+// callRowF16RN returns rowNone: no kernel of this architecture has a row function.
+func callRowF16RN(dst, x, res, w unsafe.Pointer, d int, eps float32, k kernelID) int { return rowNone }
+
+// callRowBF16RN returns rowNone: no kernel of this architecture has a row function.
+func callRowBF16RN(dst, x, res, w unsafe.Pointer, d int, eps float32, k kernelID) int { return rowNone }
+
 // convertAsm runs conversion op on n elements with kernel k's vector loop and reports whether
 // k has one.
 func convertAsm(k kernelID, op convOp, dst, src unsafe.Pointer, n int) bool {

@@ -43,7 +43,8 @@ func pathAtFault(t *testing.T, name string, f func()) (path []string) {
 				}
 			}
 			// A row function, <kernel>Row+kind (callRow+kind jumps to it, so that it is the frame
-			// below its caller's): "row" for float32 rows, "rowF16" and "rowF16Buf" for binary16, "rowBF16" for bfloat16.
+			// below its caller's): "row" for float32 rows, "rowF16" and "rowF16Buf" for binary16, "rowBF16" for bfloat16, and
+			// "rowF16RN" and "rowBF16RN" with RoundNormalized.
 			// (The avx512+bf16 kernel's functions, named by kernelNames as avx512, start with
 			// avx512bf16.)
 			for _, k := range append(kernelNames[:], "avx512bf16") {
@@ -106,6 +107,9 @@ func TestShortPathTaken(t *testing.T) {
 		{"ApplyBF16 LayerNorm bias only", "packedRows", func() { lnBias.ApplyBF16(Rows16{Dst: y16, X: x16}) }},
 		{"Norm.ForwardBF16 UnitOffset", "packedRows", func() { uo.ForwardBF16(y16, x16) }},
 		{"Norm.ForwardF16 RoundNormalized", "packedRows", func() { rn.ForwardF16(y16, x16) }},
+		{"Norm.ForwardBF16 RoundNormalized", "packedRows", func() { rn.ForwardBF16(y16, x16) }},
+		{"ApplyBF16 RoundNormalized", "packedRows", func() { rn.ApplyBF16(Rows16{Dst: y16, X: x16}) }},
+		{"ApplyF16 RoundNormalized", "packedRows", func() { rn.ApplyF16(Rows16{Dst: y16, X: x16}) }},
 		{"ApplyBF16", "packedRows", func() { plain.ApplyBF16(Rows16{Dst: y16, X: x16}) }},
 		{"ApplyF16 RoundNormalized Residual", "packedRows", func() { rn.ApplyF16(Rows16{Dst: y16, X: x16, Residual: res16}) }},
 		// LayerNorm's calls of rows back to back: packedRows too, reached from the general-path
@@ -141,6 +145,9 @@ func TestShortPathTaken(t *testing.T) {
 	// and one bfloat16 row (callRowBF16).
 	rowF16Calls := map[string]bool{"ForwardF16": true, "Norm.ForwardF16": true, "Norm.ForwardF16 Workers 1": true, "ApplyF16": true}
 	rowBF16Calls := map[string]bool{"ForwardBF16": true, "Norm.ForwardBF16": true, "Norm.ForwardBF16 Workers 1": true, "ApplyBF16": true}
+	// And one row of either with RoundNormalized (callRowF16RN, callRowBF16RN).
+	rowF16RNCalls := map[string]bool{"Norm.ForwardF16 RoundNormalized": true, "ApplyF16 RoundNormalized": true}
+	rowBF16RNCalls := map[string]bool{"Norm.ForwardBF16 RoundNormalized": true, "ApplyBF16 RoundNormalized": true}
 	defer active.Store(active.Load())
 	for _, k := range testKernels() {
 		active.Store(uint32(k)) // SetKernel("avx512") would pick kernelAVX512BF16 where it stands for avx512
@@ -153,6 +160,10 @@ func TestShortPathTaken(t *testing.T) {
 				want = []string{"rowF16", c.path}
 			case rowBF16Calls[c.name] && hasRowBF16(k):
 				want = []string{"rowBF16", c.path}
+			case rowF16RNCalls[c.name] && hasRowFunc(k):
+				want = []string{"rowF16RN", c.path}
+			case rowBF16RNCalls[c.name] && hasRowBF16(k):
+				want = []string{"rowBF16RN", c.path}
 			}
 			if got := pathAtFault(t, c.name, c.f); !slices.Equal(got, want) {
 				t.Errorf("%s %s: the kernel was called from %v, want %v", k, c.name, got, want)

@@ -60,13 +60,15 @@ func main() {
 	declareClassConstants()
 	var ks []spec.Kernel
 	for _, s := range []*isa{avx512, avx2} {
-		k := spec.Kernel{ID: s.kernelID, Prefix: s.name, Rows: []string{"", "F16"}}
+		k := spec.Kernel{ID: s.kernelID, Prefix: s.name, Rows: []string{"", "F16", "F16RN"}}
 		rowFunc(s, s.name)
-		rowFuncF16(s, s.name)
+		rowFuncF16(s, s.name, false)
+		rowFuncF16(s, s.name, true)
 		if s == avx512 {
-			k.Rows = append(k.Rows, "F16Buf", "BF16")
+			k.Rows = append(k.Rows, "F16Buf", "BF16", "BF16RN")
 			rowFuncF16Buf(s, s.name)
-			rowFuncBF16(s, s.name, false)
+			rowFuncBF16(s, s.name, false, false)
+			rowFuncBF16(s, s.name, false, true)
 		}
 		for _, v := range spec.Bodies {
 			k.Variants = append(k.Variants, v)
@@ -104,8 +106,9 @@ const cvtPrefix = "avx512bf16"
 // VCVTNE2PS2BF16 (bf16cvt.go), the Layer ones included; base, the avx512 kernel, runs everything
 // else.
 func bf16Kernel(base spec.Kernel) spec.Kernel {
-	k := spec.Kernel{ID: "kernelAVX512BF16", Prefix: cvtPrefix, Base: &base, Rows: []string{"BF16"}}
-	rowFuncBF16(avx512, cvtPrefix, true)
+	k := spec.Kernel{ID: "kernelAVX512BF16", Prefix: cvtPrefix, Base: &base, Rows: []string{"BF16", "BF16RN"}}
+	rowFuncBF16(avx512, cvtPrefix, true, false)
+	rowFuncBF16(avx512, cvtPrefix, true, true)
 	for _, v := range spec.Bodies {
 		if v.Format.Out() == spec.BF16 {
 			k.Variants = append(k.Variants, v)

@@ -154,6 +154,7 @@ func (g *gen) rowPath(p, general string, from, to GPVirtual, mode rowsMode) {
 type rowRegs struct {
 	d, w, x, dst, sx, sd, from, to, ip, res, buf GPVirtual
 	mxcsr                                        bool // rowFuncBF16 with cvt: the word after g.mx says whether the row takes the loop without the classification
+	rn                                           bool // RoundNormalized: x*inv rounded to the row's format before the weight (16-bit rows)
 }
 
 // rowBody emits the arithmetic of the one-row path for the rows r describes: the sum of squares,
@@ -299,7 +300,7 @@ func (g *gen) rowBody(p string, r rowRegs, eps Op, mode rowsMode, ret func(ok bo
 		src = r.res
 	}
 	if g.out() == spec.BF16 { // the rounding's constants, and the avx512bf16 functions' VPERMW indexes
-		g.loadBF16Consts(false)
+		g.loadBF16Consts(r.rn) // 0xffff0000 for RoundNormalized's rounding alone
 		g.loadWidenConsts()
 	}
 	iv := g.s.vec()
@@ -344,6 +345,15 @@ func (g *gen) rowBody(p string, r rowRegs, eps Op, mode rowsMode, ret func(ok bo
 		store := func(v VecVirtual, m Mem) { VMOVUPS(v, m) }
 		if mode == rowsStreamed {
 			store = func(v VecVirtual, m Mem) { VMOVNTPS(v, m) }
+		}
+		if r.rn { // round16(x*inv), as roundIfRN on the job's path
+			if g.cvt {
+				g.roundCvt(ts)
+			} else {
+				for _, t := range ts {
+					g.roundTo(t, g.s.vec(), t)
+				}
+			}
 		}
 		for k, tv := range ts {
 			VMULPS(Mem{Base: w, Index: i, Scale: 4, Disp: vb * k}, tv, tv)
@@ -435,8 +445,12 @@ func rowFunc(s *isa, prefix string) {
 // spends most of a short row on the job and the general path's bookkeeping, as Forward's did
 // before rowFunc. It returns rowNone, having written nothing, when d is not a positive multiple
 // of 64 or t = ss/d + eps is out of range (the row then takes the job's path).
-func rowFuncF16(s *isa, prefix string) {
-	g, r := rowStart(s, prefix, "F16", spec.F16)
+//
+// With rn it emits prefix+"RowF16RN", the row of a Norm with RoundNormalized: x*inv rounded to
+// binary16 (VCVTPS2PH and back) before the weight, as roundIfRN on the job's path.
+func rowFuncF16(s *isa, prefix string, rn bool) {
+	g, r := rowStart(s, prefix, "F16"+rnSuffix(rn), spec.F16)
+	r.rn = rn
 	g.rowBody("one", r, epsOf(), rowSingle, rowReturn(spec.RowNone))
 	Label("reject")
 	returnInt(spec.RowNone)
@@ -457,9 +471,14 @@ func rowFuncF16(s *isa, prefix string) {
 // that classified every row took 8% longer at 1x4096 than the job's path. AVX2 has none: its
 // job's path unpacks the row's words out of order in both passes (unpacks, scaleUnpacks), which
 // this body does not, and no AVX2-only machine was at hand to measure a row function against it.
-func rowFuncBF16(s *isa, prefix string, cvt bool) {
-	g, r := rowStart(s, prefix, "BF16", spec.BF16)
-	g.cvt = cvt
+//
+// With rn it emits prefix+"RowBF16RN", the row of a Norm with RoundNormalized: x*inv rounded to
+// bfloat16 before the weight, as roundIfRN on the job's path (with cvt, a pair of vectors through
+// packCvt and widened back; the loop without the classification then takes rows longer than
+// rnFlagsAbove, as a row alone with RoundNormalized does on the job's path).
+func rowFuncBF16(s *isa, prefix string, cvt, rn bool) {
+	g, r := rowStart(s, prefix, "BF16"+rnSuffix(rn), spec.BF16)
+	g.cvt, r.rn = cvt, rn
 	if cvt {
 		r.mxcsr = true
 		g.mx = AllocLocal(8)
@@ -469,6 +488,14 @@ func rowFuncBF16(s *isa, prefix string, cvt bool) {
 	Label("reject")
 	returnInt(spec.RowNone)
 	g.flushCold()
+}
+
+// rnSuffix is the suffix of the row kinds of RoundNormalized (spec.RowKinds).
+func rnSuffix(rn bool) string {
+	if rn {
+		return "RN"
+	}
+	return ""
 }
 
 // rowStart begins the row function prefix+"Row"+kind (spec.RowKinds) of rows in format f: its

@@ -550,9 +550,25 @@ const CallRowSignature = "(dst, x, res, w unsafe.Pointer, d int, eps float32, k 
 
 // RowKinds name the kinds of row function (Kernel.Rows): "" for float32 rows (Prefix+"Row",
 // callRow), "F16" for binary16 rows (Prefix+"RowF16", callRowF16), "F16Buf" for binary16 rows
-// through a float32 copy on the stack (Prefix+"RowF16Buf", callRowF16Buf) and "BF16" for bfloat16
-// rows (Prefix+"RowBF16", callRowBF16); the last three's res must be nil. All take RowSignature.
-var RowKinds = []string{"", "F16", "F16Buf", "BF16"}
+// through a float32 copy on the stack (Prefix+"RowF16Buf", callRowF16Buf), "BF16" for bfloat16
+// rows (Prefix+"RowBF16", callRowBF16), and "F16RN" and "BF16RN" for the 16-bit rows of a Norm
+// with RoundNormalized (x*inv rounded to the format before the weight); all but the first
+// one's res must be nil. All take RowSignature.
+var RowKinds = []string{"", "F16", "F16Buf", "BF16", "F16RN", "BF16RN"}
+
+// callRowDoc is the documentation of callRow+kind, for each of RowKinds (GoStubs).
+var callRowDoc = map[string]string{
+	"": `// callRow runs one float32 row of d with a plain weight (and a residual when res is not nil)
+// through kernel k's row function, and returns what it returned: rowNone, having written
+// nothing, when k has none (the caller then takes the job's path). An assembly stub that jumps
+// to the function, as callKernel does (see RowTable).
+`,
+	"F16":    "// callRowF16 is callRow for one binary16 row (res nil), through kernel k's RowF16 function.\n",
+	"F16Buf": "// callRowF16Buf is callRowF16 through kernel k's RowF16Buf function (noRow where it has none).\n",
+	"BF16":   "// callRowBF16 is callRow for one bfloat16 row (res nil), through kernel k's RowBF16 function (noRow where it has none).\n",
+	"F16RN":  "// callRowF16RN is callRowF16 for a row with RoundNormalized, through kernel k's RowF16RN function (noRow where it has none).\n",
+	"BF16RN": "// callRowBF16RN is callRowBF16 for a row with RoundNormalized, through kernel k's RowBF16RN function (noRow where it has none).\n",
+}
 
 // RowTable returns, for each kernel id from 0 up, the function callRow+kind jumps to: the
 // kernel's row function of that kind (or its Base's), noRow elsewhere; nil when no kernel of ks
@@ -613,6 +629,12 @@ func RowDoc(name, kind string) []string {
 		return []string{
 			name + " is the F16 row function for rows of at most 4096, through a float32 copy of the row on its stack:",
 			"the sum pass widens x into it, the scale pass reads it. It returns rowNone, having written nothing, for a longer row too.",
+		}
+	}
+	if kind == "F16RN" || kind == "BF16RN" {
+		return []string{
+			name + " is the " + strings.TrimSuffix(kind, "RN") + " row function for a Norm with RoundNormalized: y = round16(round16(x*inv)*w), as the Apply function would.",
+			"It returns rowDone when the row is done; rowNone, having written nothing, when d is not a positive multiple of 64 or the row needs the float64 path.",
 		}
 	}
 	if kind == "BF16" {
@@ -729,26 +751,15 @@ func GoStubs(header, constraint string, ks []Kernel) string {
 		}
 	}
 	if RowTable(ks, "") == nil {
-		b.WriteString("\n// callRow returns rowNone: no kernel of this architecture has a row function.\n")
-		b.WriteString("func callRow" + CallRowSignature + " { return rowNone }\n")
-		b.WriteString("\n// callRowF16 returns rowNone: no kernel of this architecture has a row function.\n")
-		b.WriteString("func callRowF16" + CallRowSignature + " { return rowNone }\n")
-		b.WriteString("\n// callRowF16Buf returns rowNone: no kernel of this architecture has a row function.\n")
-		b.WriteString("func callRowF16Buf" + CallRowSignature + " { return rowNone }\n")
-		b.WriteString("\n// callRowBF16 returns rowNone: no kernel of this architecture has a row function.\n")
-		b.WriteString("func callRowBF16" + CallRowSignature + " { return rowNone }\n")
+		for _, kind := range RowKinds {
+			fmt.Fprintf(&b, "\n// callRow%s returns rowNone: no kernel of this architecture has a row function.\n", kind)
+			fmt.Fprintf(&b, "func callRow%s%s { return rowNone }\n", kind, CallRowSignature)
+		}
 	} else {
-		b.WriteString("\n// callRow runs one float32 row of d with a plain weight (and a residual when res is not nil)\n")
-		b.WriteString("// through kernel k's row function, and returns what it returned: rowNone, having written\n")
-		b.WriteString("// nothing, when k has none (the caller then takes the job's path). An assembly stub that jumps\n")
-		b.WriteString("// to the function, as callKernel does (see RowTable).\n")
-		b.WriteString("//\n//go:noescape\nfunc callRow" + CallRowSignature + "\n")
-		b.WriteString("\n// callRowF16 is callRow for one binary16 row (res nil), through kernel k's RowF16 function.\n")
-		b.WriteString("//\n//go:noescape\nfunc callRowF16" + CallRowSignature + "\n")
-		b.WriteString("\n// callRowF16Buf is callRowF16 through kernel k's RowF16Buf function (noRow where it has none).\n")
-		b.WriteString("//\n//go:noescape\nfunc callRowF16Buf" + CallRowSignature + "\n")
-		b.WriteString("\n// callRowBF16 is callRow for one bfloat16 row (res nil), through kernel k's RowBF16 function (noRow where it has none).\n")
-		b.WriteString("//\n//go:noescape\nfunc callRowBF16" + CallRowSignature + "\n")
+		for _, kind := range RowKinds {
+			b.WriteString("\n" + callRowDoc[kind])
+			fmt.Fprintf(&b, "//\n//go:noescape\nfunc callRow%s%s\n", kind, CallRowSignature)
+		}
 		b.WriteString("\n// noRow is the row function of the kernels without one: it returns rowNone.\n")
 		b.WriteString("//\n//go:noescape\nfunc noRow" + RowSignature + "\n")
 	}

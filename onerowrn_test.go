@@ -1,0 +1,87 @@
+package rmsnorm
+
+import (
+	"fmt"
+	"slices"
+	"testing"
+	"unsafe"
+)
+
+// TestCallRow16RN calls each kernel's row functions of RoundNormalized (callRowF16RN,
+// callRowBF16RN: one 16-bit row in cache of a Norm with RoundNormalized and a plain weight, which
+// Norm.ForwardF16, Norm.ForwardBF16, ApplyF16 and ApplyBF16 take) straight, on rows inside buffers
+// of a NaN pattern, as TestCallRowF16 and TestCallRowBF16 do the others: a row of a multiple of 64
+// whose t is in range comes out with generic's bits, out of place and in place, and nothing else
+// is written; a row it leaves returns rowNone with nothing written at all. ApplyF16 and ApplyBF16
+// on the same row, which go through them, match generic too.
+func TestCallRow16RN(t *testing.T) {
+	const pad = 32
+	for _, f := range []format{formatF16, formatBF16} {
+		classes, guard := f16RowClasses, uint16(0x7e5a)
+		call, has := callRowF16RN, hasRowFunc
+		if f == formatBF16 {
+			classes, guard = valueClasses, 0x7fa5
+			call, has = callRowBF16RN, hasRowBF16
+		}
+		for _, k := range testKernels() {
+			for _, d := range oneRowDims {
+				for ci, c := range classes {
+					r := seedFor(d, ci, int(f), 89)
+					x32 := make([]float32, d)
+					fill(x32, c, r)
+					x := narrowAll(x32, f)
+					w := make([]float32, d)
+					fill(w, classNormal, r)
+					eps := []float32{0, 1e-6, 1e-5}[ci%3]
+					n := Norm{Weight: w, Eps: eps, RoundNormalized: true}
+					name := fmt.Sprintf("%s/%s/d=%d/%s", k.name(), fname(f), d, c.name)
+
+					want := make([]uint16, d)
+					applyKernel(kernelGeneric, &n, f, &rowsOf[uint16, uint16]{Dst: want, X: x})
+					got := make([]uint16, d)
+					applyKernel(k, &n, f, &rowsOf[uint16, uint16]{Dst: got, X: x})
+					check16(t, name+": Apply", f, got, want)
+
+					_, inRange := invRMS(sumSquares(widenAll(x, f)), d, eps) // false: the float64 path's row
+					wantRet := rowNone
+					if has(k) && d%64 == 0 && inRange {
+						wantRet = rowDone
+					}
+					for _, inPlace := range []bool{false, true} {
+						dst, buf := paddedRow(d, pad, guard)
+						src := x
+						if inPlace {
+							copy(dst, x)
+							src = dst
+						}
+						before := slices.Clone(buf)
+						if ret := call(ptr(dst), ptr(src), nil, ptr(w), d, eps, k); ret != wantRet {
+							t.Fatalf("%s, in place %v: the row function returned %d, want %d", name, inPlace, ret, wantRet)
+						}
+						if wantRet == rowNone {
+							if slices.Compare(buf, before) != 0 {
+								t.Fatalf("%s, in place %v: the row function returned rowNone and changed dst's buffer", name, inPlace)
+							}
+							continue
+						}
+						check16(t, fmt.Sprintf("%s, in place %v: the row function", name, inPlace), f, dst, want)
+						for i := range pad {
+							if buf[i] != guard || buf[pad+d+i] != guard {
+								t.Fatalf("%s, in place %v: the row function wrote outside the row", name, inPlace)
+							}
+						}
+					}
+				}
+			}
+		}
+	}
+}
+
+// rowCallBF16 returns callRowBF16RN with rn (RoundNormalized), else callRowBF16: the tests of the
+// bfloat16 row functions run both.
+func rowCallBF16(rn bool) func(dst, x, res, w unsafe.Pointer, d int, eps float32, k kernelID) int {
+	if rn {
+		return callRowBF16RN
+	}
+	return callRowBF16
+}

@@ -5,6 +5,7 @@ import (
 	"math"
 	"slices"
 	"testing"
+	"unsafe"
 )
 
 // TestCallRowBF16 calls each kernel's bfloat16 row function (callRowBF16, which ForwardBF16,
@@ -16,8 +17,6 @@ import (
 // match generic too. Rows of more than 512, out of place, take the avx512+bf16 function's loop
 // that reads MXCSR's flags; TestRowBF16FlaggedLanes gives it the lanes only that check finds.
 func TestCallRowBF16(t *testing.T) {
-	const pad = 32
-	const guard = 0x7fa5 // a NaN no kernel writes: the contract's NaN is 0x7fc0
 	for _, k := range testKernels() {
 		for _, d := range oneRowDims {
 			for ci, c := range valueClasses {
@@ -47,30 +46,7 @@ func TestCallRowBF16(t *testing.T) {
 					if hasRowBF16(k) && d%64 == 0 && inRange {
 						wantRet = rowDone
 					}
-					for _, inPlace := range []bool{false, true} {
-						dst, buf := paddedRow(d, pad, uint16(guard))
-						src := x
-						if inPlace {
-							copy(dst, x)
-							src = dst
-						}
-						before := slices.Clone(buf)
-						if ret := callRowBF16(ptr(dst), ptr(src), nil, ptr(w), d, eps, k); ret != wantRet {
-							t.Fatalf("%s, in place %v: callRowBF16 returned %d, want %d", name, inPlace, ret, wantRet)
-						}
-						if wantRet == rowNone {
-							if i := slices.Compare(buf, before); i != 0 {
-								t.Fatalf("%s, in place %v: callRowBF16 returned rowNone and changed dst's buffer", name, inPlace)
-							}
-							continue
-						}
-						check16Exact(t, fmt.Sprintf("%s, in place %v: callRowBF16", name, inPlace), dst, want)
-						for i := range pad {
-							if buf[i] != guard || buf[pad+d+i] != guard {
-								t.Fatalf("%s, in place %v: callRowBF16 wrote outside the row", name, inPlace)
-							}
-						}
-					}
+					checkRowCall(t, name+": callRowBF16", formatBF16, callRowBF16, k, x, w, eps, want, wantRet)
 				}
 			}
 		}
@@ -99,6 +75,48 @@ func TestCallRowBF16RangeEdge(t *testing.T) {
 					t.Fatalf("%s d=%d: callRowBF16 returned %d for t = 2^-100, want rowDone", k, d, ret)
 				}
 				check16Exact(t, fmt.Sprintf("%s d=%d t = 2^-100: callRowBF16", k, d), got, want)
+			}
+		}
+	}
+}
+
+// checkRowCall calls call, a row function of 16-bit format f (its callRow+kind), with kernel k
+// on the row x (weight w, eps) inside a buffer of a NaN pattern no kernel writes, out of place and
+// in place, and fails unless it returns wantRet and, for rowDone, the row holds want (bit for bit
+// for bfloat16, NaN payloads aside for binary16) and nothing outside it is written; for rowNone,
+// nothing at all.
+func checkRowCall(t *testing.T, name string, f format, call func(dst, x, res, w unsafe.Pointer, d int, eps float32, k kernelID) int,
+	k kernelID, x []uint16, w []float32, eps float32, want []uint16, wantRet int) {
+	t.Helper()
+	const pad = 32
+	guard := map[format]uint16{formatBF16: 0x7fa5, formatF16: 0x7e5a}[f] // the contract's NaNs are 0x7fc0, 0x7e00
+	d := len(x)
+	for _, inPlace := range []bool{false, true} {
+		ctx := fmt.Sprintf("%s, in place %v", name, inPlace)
+		dst, buf := paddedRow(d, pad, guard)
+		src := x
+		if inPlace {
+			copy(dst, x)
+			src = dst
+		}
+		before := slices.Clone(buf)
+		if ret := call(ptr(dst), ptr(src), nil, ptr(w), d, eps, k); ret != wantRet {
+			t.Fatalf("%s: returned %d, want %d", ctx, ret, wantRet)
+		}
+		if wantRet == rowNone {
+			if slices.Compare(buf, before) != 0 {
+				t.Fatalf("%s: returned rowNone and changed dst's buffer", ctx)
+			}
+			continue
+		}
+		if f == formatBF16 {
+			check16Exact(t, ctx, dst, want)
+		} else {
+			check16(t, ctx, f, dst, want)
+		}
+		for i := range pad {
+			if buf[i] != guard || buf[pad+d+i] != guard {
+				t.Fatalf("%s: wrote outside the row", ctx)
 			}
 		}
 	}

@@ -276,9 +276,9 @@ func raiseFlags(a, b VecVirtual) {
 
 // rowFlags is clearFlags for the row function of bfloat16 rows (rowFuncBF16): its row takes the
 // loop without the classification (the word after g.mx set to 1) when it is longer than
-// spec.GroupMax (with RoundNormalized rnFlagsAbove), as rows alone on the job's path, not in place (a flagged row is done again from
-// x), and MXCSR's invalid-operation and denormal exceptions are masked; a row longer than GroupMax
-// in place clears the flags too, as the job's functions do for such a call.
+// spec.GroupMax (with RoundNormalized rnFlagsAbove), as rows alone on the job's path, not in place
+// (a flagged row is done again from x), and MXCSR's invalid-operation and denormal exceptions are
+// masked; such a row in place clears the flags too, as the job's functions do for such a call.
 func (g *gen) rowFlags(r rowRegs) {
 	Comment("The loop that reads MXCSR's invalid and denormal flags (bf16flags.go): for rows longer than GroupMax (rnFlagsAbove with RoundNormalized), out of place, if those exceptions are masked.")
 	on := g.mx.Offset(4)

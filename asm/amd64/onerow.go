@@ -153,7 +153,6 @@ func (g *gen) rowPath(p, general string, from, to GPVirtual, mode rowsMode) {
 // reads.
 type rowRegs struct {
 	d, w, x, dst, sx, sd, from, to, ip, res, buf GPVirtual
-	mxcsr                                        bool // rowFuncBF16 with cvt: the word after g.mx says whether the row takes the loop without the classification
 	rn                                           bool // RoundNormalized: x*inv rounded to the row's format before the weight (16-bit rows)
 }
 
@@ -368,9 +367,10 @@ func (g *gen) rowBody(p string, r rowRegs, eps Op, mode rowsMode, ret func(ok bo
 		CMPQ(i, d)
 		JB(LabelRef(sloop))
 	}
-	if r.mxcsr {
-		// A row the function read MXCSR for (rowFuncBF16): the loop without the classification
-		// first, then its flags; when one is set, the row again, classified (bf16flags.go).
+	if g.flagsChecked() {
+		// A row the function read MXCSR for (rowFuncBF16 with cvt: rowFlags): the loop without
+		// the classification first, then its flags; when one is set, the row again, classified
+		// (bf16flags.go).
 		checked, scaled := p+"checked", p+"scaled"
 		TESTL(U32(1), g.mx.Offset(4))
 		JZ(LabelRef(checked))
@@ -479,8 +479,7 @@ func rowFuncF16(s *isa, prefix string, rn bool) {
 func rowFuncBF16(s *isa, prefix string, cvt, rn bool) {
 	g, r := rowStart(s, prefix, "BF16"+rnSuffix(rn), spec.BF16)
 	g.cvt, r.rn = cvt, rn
-	if cvt {
-		r.mxcsr = true
+	if g.flagsChecked() {
 		g.mx = AllocLocal(8)
 		g.rowFlags(r)
 	}

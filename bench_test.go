@@ -210,7 +210,7 @@ func BenchmarkCopy16(b *testing.B) {
 func BenchmarkOverhead(b *testing.B) {
 	for _, k := range available {
 		b.Run(k.name(), func(b *testing.B) {
-			for _, api := range []string{"direct", "row", "directRows", "Forward", "NormForward", "Apply", "ApplyReused", "directResidual", "directResidualRows", "ApplyResidual", "ApplyResidualReused"} {
+			for _, api := range []string{"direct", "row", "directRows", "Forward", "NormForward", "Apply", "ApplyReused", "directResidual", "directResidualRows", "ApplyResidual", "ApplyResidualReused", "NormForwardWorkers", "ApplyReusedWorkers"} {
 				b.Run(api, func(b *testing.B) {
 					for _, s := range benchutil.Must(benchutil.Overhead) {
 						x, w := benchData(s)
@@ -271,6 +271,18 @@ func BenchmarkOverhead(b *testing.B) {
 							case "Apply":
 								for b.Loop() {
 									n.Apply(Rows{Dst: y, X: x})
+								}
+							case "NormForwardWorkers", "ApplyReusedWorkers":
+								// Workers 2 on calls too small to split: they stay on one goroutine,
+								// on the paths of Workers 0.
+								nw, r := n, Rows{Dst: y, X: x}
+								nw.Workers = 2
+								for b.Loop() {
+									if api == "NormForwardWorkers" {
+										nw.Forward(y, x)
+									} else {
+										nw.Apply(r)
+									}
 								}
 							case "ApplyResidual":
 								for b.Loop() {

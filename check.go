@@ -45,6 +45,12 @@ func addr[T any](s []T) uintptr { return uintptr(unsafe.Pointer(unsafe.SliceData
 // ptr returns s's first element as an unsafe.Pointer.
 func ptr[T any](s []T) unsafe.Pointer { return unsafe.Pointer(unsafe.SliceData(s)) }
 
+// sizeOf returns the bytes the elements of s take.
+func sizeOf[T any](s []T) uintptr {
+	var z T
+	return uintptr(len(s)) * unsafe.Sizeof(z)
+}
+
 // disjoint reports whether the n1 bytes at a and the n2 bytes at b share no byte (empty ranges
 // share nothing).
 func disjoint(a, n1, b, n2 uintptr) bool {
@@ -455,7 +461,7 @@ func packedRows[D, T elem](r *rowsOf[D, T], f format, w []float32, eps float32, 
 // the general-path methods ask here before applyRows. Whatever it leaves, or finds breaking a
 // rule, applyRows takes (and panics on) having written nothing.
 func packedLayer[D, T elem](n *Norm, r *rowsOf[D, T], f format) bool {
-	if !backToBack(r) || !n.packs() {
+	if !backToBack(r) || !n.packs(sizeOf(r.X)) {
 		return false
 	}
 	flags := n.flags(f)

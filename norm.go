@@ -43,7 +43,9 @@ type Norm struct {
 	// negative value panics. Above a size threshold (see the package documentation), Apply,
 	// Forward, ForwardBF16, ForwardF16, ApplyBF16, ApplyF16, ApplyToBF16, ApplyToF16 and Backward
 	// split the rows over up to Workers goroutines, the calling one included; below it the call
-	// stays on the calling goroutine. Results are bit-identical for every value of Workers.
+	// stays on the calling goroutine, and a call whose x is under half of one goroutine's share
+	// takes the same path as with Workers 0, at the same cost. Results are bit-identical for every
+	// value of Workers.
 	//
 	// A call that splits allocates nothing once a few have run: the state its goroutines share
 	// and Backward's partial sums of the weight gradient (d floats per 32 rows) come from pools,
@@ -91,7 +93,7 @@ type Rows struct {
 //
 //go:noinline
 func (n Norm) Forward(dst, x []float32) {
-	if n.plain() {
+	if n.plain(sizeOf(x)) {
 		// A plain weight on one goroutine: the call is rmsnorm.Forward's, on its shorter path.
 		forwardRows(&normForwardNames, formatF32, dst, x, n.Weight, n.Eps, useActive)
 		return
@@ -99,27 +101,40 @@ func (n Norm) Forward(dst, x []float32) {
 	n.forward(dst, x)
 }
 
-// plain reports whether n has a plain weight (Dim 0 or its length, no UnitOffset) and one
-// goroutine: its rows back to back need only what rmsnorm.Forward does.
-func (n *Norm) plain() bool { return !n.UnitOffset && n.weighted() }
+// plain reports whether n has a plain weight (Dim 0 or its length, no UnitOffset) and runs a call
+// whose x holds xBytes on one goroutine: its rows back to back need only what rmsnorm.Forward
+// does.
+func (n *Norm) plain(xBytes uintptr) bool { return !n.UnitOffset && n.weighted(xBytes) }
 
 // layer reports whether n is a LayerNorm (Center or a Bias): the general-path methods test it
 // inline before they call packedLayer, so that RMSNorm's calls on those paths pay a test of two
 // fields and no call.
 func (n *Norm) layer() bool { return n.Center || n.Bias != nil }
 
-// packs reports whether n has a weight, Dim 0 or its length, and one goroutine: the Norms of
-// packedRows, RMSNorm's (weighted) and LayerNorm's (packedLayer). Workers is compared unsigned,
-// one comparison as before, so that a negative value is not taken for one goroutine: it goes to
-// the general path, which panics.
-func (n *Norm) packs() bool {
-	return n.Weight != nil && (n.Dim == 0 || n.Dim == len(n.Weight)) && uint(n.Workers) <= 1
+// packs reports whether n has a weight, Dim 0 or its length, and runs a call whose X holds
+// xBytes on one goroutine (oneGoroutine): the calls of packedRows, RMSNorm's (weighted) and
+// LayerNorm's (packedLayer).
+func (n *Norm) packs(xBytes uintptr) bool {
+	return n.Weight != nil && (n.Dim == 0 || n.Dim == len(n.Weight)) && n.oneGoroutine(xBytes)
 }
 
-// weighted reports whether n is an RMSNorm Norm of packedRows: packs, and neither Center nor
-// Bias. A LayerNorm goes to the general-path methods, which take its calls of rows back to back
-// through packedLayer.
-func (n *Norm) weighted() bool { return n.packs() && !n.layer() }
+// oneGoroutine reports whether a forward call of n whose X holds xBytes of rows back to back runs
+// on the calling goroutine alone: Workers 0 or 1, or a call too small for runWorkers to split. That
+// splits a call from two workerBytes.forward of memory moved, and a call moves at most four times
+// its x (x read; dst, no wider than x, written, or x written back in place; a residual read and
+// written), so a call whose x is below half of one share stays whole. Such calls take the short
+// paths as Workers 0 does; the larger ones that would not split either (the rest of the way to
+// two shares) take the general path, whose cost is small beside theirs. Workers is compared
+// unsigned first, one comparison for the common Norms, so that a negative value is not taken for
+// one goroutine: it goes to the general path, which panics.
+func (n *Norm) oneGoroutine(xBytes uintptr) bool {
+	return uint(n.Workers) <= 1 || n.Workers > 0 && xBytes < workerBytes.forward/2
+}
+
+// weighted reports whether n is an RMSNorm Norm of packedRows for a call whose X holds xBytes:
+// packs, and neither Center nor Bias. A LayerNorm goes to the general-path methods, which take
+// its calls of rows back to back through packedLayer.
+func (n *Norm) weighted(xBytes uintptr) bool { return n.packs(xBytes) && !n.layer() }
 
 // backToBack reports whether r holds rows back to back (N, Stride and DstStride 0) without Inv
 // or Mean: the calls packedRows takes. (A Mean goes to the general path, which writes it or,
@@ -129,8 +144,10 @@ func backToBack[D, T elem](r *rowsOf[D, T]) bool {
 }
 
 // packable reports whether the call of n on r is one packedRows takes, by the rules its caller
-// checks: rows back to back and an RMSNorm Norm with a weight on one goroutine.
-func packable[D, T elem](n *Norm, r *rowsOf[D, T]) bool { return backToBack(r) && n.weighted() }
+// checks: rows back to back and an RMSNorm Norm with a weight, the call on one goroutine.
+func packable[D, T elem](n *Norm, r *rowsOf[D, T]) bool {
+	return backToBack(r) && n.weighted(sizeOf(r.X))
+}
 
 // flags returns the job flags of n's weight form and rounding for rows in format f, for a Norm
 // whose fields agree (UnitOffset only with a weight): flagOffset for 1+w (the kernels have one
@@ -157,7 +174,7 @@ func (n Norm) forward(dst, x []float32) {
 	var r rowsOf[float32, float32] // set field by field: a literal would be built aside and copied
 	r.Dst, r.X = dst, x
 	// r holds rows back to back without Inv: of packable's rules, only the Norm's are left.
-	if n.weighted() && packedRows(&r, formatF32, n.Weight, n.Eps, n.flags(formatF32), nil, useActive) {
+	if n.weighted(sizeOf(x)) && packedRows(&r, formatF32, n.Weight, n.Eps, n.flags(formatF32), nil, useActive) {
 		return
 	}
 	if n.layer() && packedLayer(&n, &r, formatF32) {
@@ -290,7 +307,7 @@ func (n Norm) apply16(r *Rows16, f format, nm *names) {
 //
 //go:noinline
 func (n Norm) ForwardBF16(dst, x []uint16) {
-	if n.plain() && !n.RoundNormalized {
+	if n.plain(sizeOf(x)) && !n.RoundNormalized {
 		// A plain weight, one rounding, one goroutine: rmsnorm.ForwardBF16's call and path.
 		forwardRows(&normForwardBF16Names, formatBF16, dst, x, n.Weight, n.Eps, useActive)
 		return
@@ -302,7 +319,7 @@ func (n Norm) ForwardBF16(dst, x []uint16) {
 //
 //go:noinline
 func (n Norm) ForwardF16(dst, x []uint16) {
-	if n.plain() && !n.RoundNormalized {
+	if n.plain(sizeOf(x)) && !n.RoundNormalized {
 		forwardRows(&normForwardF16Names, formatF16, dst, x, n.Weight, n.Eps, useActive)
 		return
 	}
@@ -318,7 +335,7 @@ func (n Norm) ForwardF16(dst, x []uint16) {
 func (n Norm) forward16(dst, x []uint16, f format, nm *names) {
 	var r rowsOf[uint16, uint16] // set field by field, as in forward
 	r.Dst, r.X = dst, x
-	if n.weighted() && packedRows(&r, f, n.Weight, n.Eps, n.flags(f), nil, useActive) {
+	if n.weighted(sizeOf(x)) && packedRows(&r, f, n.Weight, n.Eps, n.flags(f), nil, useActive) {
 		return
 	}
 	if n.layer() && packedLayer(&n, &r, f) {

@@ -287,7 +287,8 @@
 // blocks' partial sums to DW (and DB) in block order afterwards. A call uses one goroutine per 12 MiB
 // of rows it reads and writes (on Zen 3, 16 MiB for the forward forms and 6 MiB for Backward), up
 // to Workers: waking a goroutine costs microseconds, more than the work it would take over below
-// that (README: Workers).
+// that (README: Workers). A call whose x is under half of that share cannot split, and runs as
+// with Workers 0.
 //
 // # Kernels
 //

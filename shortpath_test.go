@@ -3,12 +3,15 @@
 package rmsnorm
 
 import (
+	"fmt"
 	"runtime"
 	"runtime/debug"
 	"slices"
 	"strings"
 	"testing"
 	"unsafe"
+
+	"golang.org/x/sys/unix"
 )
 
 // Which path a call takes. The entry points send the common calls down short paths (see Apply):
@@ -75,7 +78,7 @@ func TestShortPathTaken(t *testing.T) {
 	uo := Norm{Weight: w, Eps: 1e-6, UnitOffset: true}
 	rn := Norm{Weight: w, Eps: 1e-6, RoundNormalized: true}
 	unw := Norm{Dim: d, Eps: 1e-6}
-	many := Norm{Weight: w, Eps: 1e-6, Workers: 4} // below the threshold: no split, but Apply's general path
+	many := Norm{Weight: w, Eps: 1e-6, Workers: 4} // far below the threshold: Workers 0's paths (oneGoroutine)
 	ln := Norm{Weight: w, Bias: w, Center: true, Eps: 1e-12}
 	lnBias := Norm{Weight: w, Bias: w, Eps: 1e-12}
 	lnCenter := Norm{Weight: w, Center: true, Eps: 1e-12}
@@ -127,24 +130,30 @@ func TestShortPathTaken(t *testing.T) {
 		{"Apply LayerNorm Inv", "applyRows", func() { ln.Apply(Rows{Dst: y, X: x, Inv: inv}) }},
 		{"Apply LayerNorm N", "applyRows", func() { ln.Apply(Rows{Dst: y, X: x, N: 1}) }},
 		{"Norm.Forward LayerNorm no weight", "applyRows", func() { lnUnw.Forward(y, x) }},
-		{"Norm.Forward LayerNorm Workers 4", "applyRows", func() { lnMany.Forward(y, x) }},
+		{"Norm.Forward LayerNorm Workers 4", "packedRows", func() { lnMany.Forward(y, x) }},
 		{"Apply Inv", "applyRows", func() { plain.Apply(Rows{Dst: y, X: x, Inv: inv}) }},
 		{"Apply N", "applyRows", func() { plain.Apply(Rows{Dst: y, X: x, N: 1}) }},
 		{"Apply no weight", "applyRows", func() { unw.Apply(Rows{Dst: y, X: x}) }},
-		{"Norm.Forward Workers 4", "applyRows", func() { many.Forward(y, x) }},
-		{"ApplyBF16 Workers 4", "applyRows", func() { many.ApplyBF16(Rows16{Dst: y16, X: x16}) }},
+		{"Norm.Forward Workers 4", "forwardRows", func() { many.Forward(y, x) }},
+		{"Apply Workers 4", "forwardRows", func() { many.Apply(Rows{Dst: y, X: x}) }},
+		{"Apply Residual Workers 4", "packedRows", func() { many.Apply(Rows{Dst: y, X: x, Residual: res}) }},
+		{"ApplyBF16 Workers 4", "packedRows", func() { many.ApplyBF16(Rows16{Dst: y16, X: x16}) }},
+		{"ApplyToBF16 LayerNorm Workers 4", "packedRows", func() { lnMany.ApplyToBF16(RowsTo16{Dst: y16, X: x}) }},
 		{"Norm.ForwardBF16 no weight", "applyRows", func() { unw.ForwardBF16(y16, x16) }},
-		{"Norm.ForwardF16 Workers 4", "applyRows", func() { many.ForwardF16(y16, x16) }},
+		{"Norm.ForwardF16 Workers 4", "forwardRows", func() { many.ForwardF16(y16, x16) }},
 	}
 	// The calls of one float32 row that forwardRows, or with a residual packedRows, gives to the
 	// kernel's row function (callRow), on the kernels that have one: the fault is then in that
 	// function.
 	rowCalls := map[string]bool{"Forward": true, "Norm.Forward": true, "Norm.Forward Workers 1": true, "Apply": true, "Apply Workers 1": true,
-		"Apply Residual": true, "Apply Residual Workers 1": true}
+		"Apply Residual": true, "Apply Residual Workers 1": true,
+		"Norm.Forward Workers 4": true, "Apply Workers 4": true, "Apply Residual Workers 4": true}
 	// The same for one binary16 row (callRowF16; of 64 elements, which f16Buffer never takes),
 	// and one bfloat16 row (callRowBF16).
-	rowF16Calls := map[string]bool{"ForwardF16": true, "Norm.ForwardF16": true, "Norm.ForwardF16 Workers 1": true, "ApplyF16": true}
-	rowBF16Calls := map[string]bool{"ForwardBF16": true, "Norm.ForwardBF16": true, "Norm.ForwardBF16 Workers 1": true, "ApplyBF16": true}
+	rowF16Calls := map[string]bool{"ForwardF16": true, "Norm.ForwardF16": true, "Norm.ForwardF16 Workers 1": true, "ApplyF16": true,
+		"Norm.ForwardF16 Workers 4": true}
+	rowBF16Calls := map[string]bool{"ForwardBF16": true, "Norm.ForwardBF16": true, "Norm.ForwardBF16 Workers 1": true, "ApplyBF16": true,
+		"ApplyBF16 Workers 4": true}
 	// And one row of either with RoundNormalized (callRowF16RN, callRowBF16RN).
 	rowF16RNCalls := map[string]bool{"Norm.ForwardF16 RoundNormalized": true, "ApplyF16 RoundNormalized": true}
 	rowBF16RNCalls := map[string]bool{"Norm.ForwardBF16 RoundNormalized": true, "ApplyBF16 RoundNormalized": true}
@@ -201,6 +210,38 @@ func TestShortPathTaken(t *testing.T) {
 		})
 		if !slices.Equal(got, []string{"packedRows"}) {
 			t.Errorf("%s Apply with a residual of a streamed row: the kernel was called from %v, want [packedRows]", k, got)
+		}
+	}
+}
+
+// Where oneGoroutine's bound lies, on real calls: Norm.Forward with Workers 4 of rows whose x is
+// one row short of half a share takes forwardRows, as Workers 0 does; with x of half a share it
+// takes the general path (where runWorkers still keeps it whole: x and dst are one share). x lies
+// in an inaccessible mapping, so that the kernel faults on the calling goroutine at its first
+// read.
+func TestShortPathWorkersBound(t *testing.T) {
+	const d = 64
+	half := int(workerBytes.forward / 2)
+	mem, err := unix.Mmap(-1, 0, half, unix.PROT_NONE, unix.MAP_ANON|unix.MAP_PRIVATE)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer unix.Munmap(mem)
+	n := Norm{Weight: ones(d), Eps: 1e-6, Workers: 4}
+	y := make([]float32, half/4)
+	defer active.Store(active.Load())
+	for _, k := range testKernels() {
+		active.Store(uint32(k))
+		for _, c := range []struct {
+			rows int
+			path string
+		}{{half/(4*d) - 1, "forwardRows"}, {half / (4 * d), "applyRows"}} {
+			x := unsafe.Slice((*float32)(unsafe.Pointer(&mem[0])), c.rows*d)
+			name := fmt.Sprintf("Norm.Forward Workers 4, x of %d bytes (half a share: %d)", 4*len(x), half)
+			got := pathAtFault(t, name, func() { n.Forward(y[:len(x)], x) })
+			if len(got) == 0 || got[len(got)-1] != c.path {
+				t.Errorf("%s %s: the kernel was called from %v, want %s", k, name, got, c.path)
+			}
 		}
 	}
 }

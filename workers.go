@@ -31,10 +31,11 @@ func workersFor(workers int, bytes uintptr, units int, share uintptr) int {
 	return max(w, 1)
 }
 
-// runWorkers runs the validated forward job with kernel k on up to workers goroutines: the rows
-// split into contiguous ranges of nearly equal size.
-func (j *job) runWorkers(k kernelID, workers int) {
-	// x read, dst written (in place: read and written back), the residual read and written.
+// forwardParts returns how many goroutines runWorkers gives the validated forward job j with up
+// to workers: one per workerBytes.forward of the memory its rows move, x read, dst written (in
+// place: read and written back), the residual read and written. (Norm.oneGoroutine relies on this
+// count being at most four times x's bytes over the share.)
+func (j *job) forwardParts(workers int) int {
 	b := j.rowBytes()
 	if j.dst == j.x {
 		b += j.format.in().size() * uintptr(j.d)
@@ -42,7 +43,13 @@ func (j *job) runWorkers(k kernelID, workers int) {
 	if j.res != nil {
 		b += j.format.in().size() * uintptr(j.d)
 	}
-	w := workersFor(workers, b*uintptr(j.rows), j.rows, workerBytes.forward)
+	return workersFor(workers, b*uintptr(j.rows), j.rows, workerBytes.forward)
+}
+
+// runWorkers runs the validated forward job with kernel k on up to workers goroutines: the rows
+// split into contiguous ranges of nearly equal size.
+func (j *job) runWorkers(k kernelID, workers int) {
+	w := j.forwardParts(workers)
 	if w <= 1 {
 		j.run()
 		return

@@ -510,3 +510,60 @@ func goroutinesStarted(t *testing.T, f func()) uint64 {
 	metrics.Read(s)
 	return s[0].Value.Uint64() - before
 }
+
+// A call of a Norm with Workers above 1 takes the short paths of Workers 0 when
+// Norm.oneGoroutine says it cannot split. That must never keep whole a call runWorkers would
+// split: for every format and layout (in place, a residual, both), the largest x oneGoroutine
+// takes must get one goroutine from forwardParts, under the real share and odd ones; and the
+// next row must leave oneGoroutine, so that the bound is the one its doc gives.
+func TestOneGoroutineNeverSplits(t *testing.T) {
+	saved := workerBytes
+	defer func() { workerBytes = saved }()
+	var a, b, c [1]float32
+	pa, pb, pc := ptr(a[:]), ptr(b[:]), ptr(c[:])
+	for _, share := range []uintptr{saved.forward, 1 << 20, 1000003, 4096} {
+		workerBytes = workerShare{forward: share, backward: saved.backward}
+		for _, f := range []format{formatF32, formatBF16, formatF16, formatToBF16, formatToF16} {
+			in := f.in().size()
+			for _, d := range []int{1, 64, 100, 4096} {
+				rows := int((share/2 - 1) / (uintptr(d) * in)) // the most rows whose x is below half a share
+				if rows < 1 {
+					continue
+				}
+				for _, inPlace := range []bool{false, true} {
+					if inPlace && f.in() != f.out() {
+						continue // rows into 16-bit ones cannot be in place
+					}
+					for _, res := range []bool{false, true} {
+						j := job{format: f, d: d, rows: rows, x: pa, dst: pb}
+						if inPlace {
+							j.dst = pa
+						}
+						if res {
+							j.res = pc
+						}
+						name := fmt.Sprintf("share %d, format %d, %dx%d, in place %v, residual %v", share, f, rows, d, inPlace, res)
+						xBytes := uintptr(rows*d) * in
+						n := Norm{Workers: 64}
+						if !n.oneGoroutine(xBytes) {
+							t.Fatalf("%s: oneGoroutine sends x of %d bytes to the general path, below half of the share", name, xBytes)
+						}
+						if p := j.forwardParts(n.Workers); p != 1 {
+							t.Errorf("%s: oneGoroutine keeps the call whole, but runWorkers would split it in %d", name, p)
+						}
+						if n.oneGoroutine(xBytes + uintptr(d)*in) {
+							t.Errorf("%s: one more row (x of %d bytes) still stays whole", name, xBytes+uintptr(d)*in)
+						}
+					}
+				}
+			}
+		}
+	}
+	// Workers 0 and 1 stay whole at any size; a negative Workers never does (the general path panics).
+	for _, w := range []int{0, 1, -1} {
+		n := Norm{Workers: w}
+		if got := n.oneGoroutine(math.MaxInt / 2); got != (w >= 0) {
+			t.Errorf("Workers %d: oneGoroutine = %v", w, got)
+		}
+	}
+}

@@ -199,7 +199,7 @@ func explainBackward(n *Norm, g *Grad) string {
 	if g.Inv != nil && len(g.Inv) < rows {
 		nm.fail("len(Inv) = %d is shorter than the call's %s", len(g.Inv), rowCount(rows))
 	}
-	checkMean(n, nm, g.Mean, rows)
+	checkMean(n, nm, g.Mean, rows, true)
 	if g.DB != nil {
 		if n.Bias == nil {
 			nm.fail("DB is set but the Norm has no Bias (len(DB) = %d)", len(g.DB))

@@ -641,7 +641,7 @@ func explainApply[D, T elem](n *Norm, nm *names, r *rowsOf[D, T]) string {
 	if inv != nil && len(inv) < rows {
 		nm.fail("len(Inv) = %d is shorter than the call's %s", len(inv), rowCount(rows))
 	}
-	checkMean(n, nm, r.Mean, rows)
+	checkMean(n, nm, r.Mean, rows, false)
 	if rows > 0 {
 		r, i, b, m := noRegion, noRegion, noRegion, noRegion
 		if res != nil {
@@ -710,12 +710,16 @@ func explainOverlaps(nm *names, dst, x, w, res, inv area) {
 	}
 }
 
-// checkMean panics if Mean (of a call of rows rows) is set without Center or is too short.
-func checkMean(n *Norm, nm *names, mean []float32, rows int) {
+// checkMean panics if Mean (of a call of rows rows) is set without Center or is too short. The
+// forward forms write it (read false), Backward reads it (read true).
+func checkMean(n *Norm, nm *names, mean []float32, rows int, read bool) {
 	if mean == nil {
 		return
 	}
 	if !n.Center {
+		if read {
+			nm.fail("Mean is set but Center is not: Mean holds the row means of a forward call with Center (LayerNorm), which an RMSNorm has none of")
+		}
 		nm.fail("Mean is set but Center is not: Mean receives the mean that Center subtracts")
 	}
 	if len(mean) < rows {

@@ -346,8 +346,8 @@ func ExampleNorm_Forward_qkDecode() {
 }
 
 // A layer called once per token can build its Rows once and reuse it: a Rows literal written in
-// the call costs a few nanoseconds more on short rows (the bench command's overhead section
-// measures both on your machine).
+// the call costs about 20 ns more on short rows (on Zen 5 at 1x128, 42 ns against 19; the bench
+// command's overhead section measures both on your machine).
 func ExampleNorm_Apply_rowsAhead() {
 	const d = 128
 	type layer struct {

@@ -71,7 +71,7 @@ func TestLayerNormBadInput(t *testing.T) {
 		}, []string{"Bias overlaps Inv"}},
 		{"Mean without Center", func(m []float32) {
 			apply(norm(m, false), Rows{Dst: dst(m), X: x(m), Mean: mean(m)})
-		}, []string{"Mean is set but Center is not"}},
+		}, []string{"Mean is set but Center is not: Mean receives the mean that Center subtracts"}},
 		{"Mean without Center, RMSNorm", func(m []float32) {
 			Norm{Weight: w(m), Eps: 1e-5}.Apply(Rows{Dst: dst(m), X: x(m), Mean: mean(m)})
 		}, []string{"Mean is set but Center is not"}},
@@ -160,7 +160,7 @@ func TestLayerNormBadInput(t *testing.T) {
 		}, []string{"Bias overlaps DW"}},
 		{"Backward: Mean without Center", func(m []float32) {
 			norm(m, false).Backward(Grad{DX: dst(m), X: x(m), DY: res(m), Mean: mean(m)})
-		}, []string{"Mean is set but Center is not"}},
+		}, []string{"Mean is set but Center is not: Mean holds the row means of a forward call with Center"}},
 		{"Backward: Mean short", func(m []float32) {
 			norm(m, true).Backward(Grad{DX: dst(m), X: x(m), DY: res(m), Mean: mean(m)[:1]})
 		}, []string{"len(Mean) = 1", "2 rows"}},

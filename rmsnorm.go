@@ -324,9 +324,9 @@ package rmsnorm
 // documentation specifies bit for bit.
 //
 // dst must have the length of x and be either x itself (in place) or share no memory with x or
-// w. An empty x does nothing. Forward panics, before writing anything, when len(w) is 0 with a
-// non-empty x, len(x) is not a multiple of len(w), len(dst) != len(x), eps is negative, NaN or
-// +Inf, dst partially overlaps x, or dst overlaps w.
+// w. An empty x writes nothing, its lengths and eps checked all the same. Forward panics, before
+// writing anything, when len(w) is 0 with a non-empty x, len(x) is not a multiple of len(w),
+// len(dst) != len(x), eps is negative, NaN or +Inf, dst partially overlaps x, or dst overlaps w.
 func Forward(dst, x, w []float32, eps float32) {
 	forwardRows(&forwardNames, formatF32, dst, x, w, eps, useActive)
 }

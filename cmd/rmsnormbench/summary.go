@@ -176,9 +176,9 @@ func (b *bench) printSummary() {
 	b.printf("  %s is %s than the textbook loop at %s, %s at %s", m.Kernel, faster(one.XTextbook), one.Shape,
 		faster(big.XTextbook), big.Shape)
 	if m.Kernel != "generic" {
-		b.printf("; %s and %s than generic", faster(one.XGeneric), faster(big.XGeneric))
+		b.printf("; %s and %s than generic at the same shapes", faster(one.XGeneric), faster(big.XGeneric))
 	}
-	b.printf("\n  a %s row costs %.0f ns (Forward, float32); a %s batch %.2f ms\n", one.Shape, one.NsPerRow, big.Shape,
+	b.printf("\n  a %s row costs %.0f ns (Forward, float32, the row hot in cache); a %s batch %.2f ms\n", one.Shape, one.NsPerRow, big.Shape,
 		big.NsPerRow*float64(summaryShapes[1].Rows)/1e6)
 	b.printf("  bfloat16 rows (ForwardBF16) take %s the time of float32 ones at %s, %s at %s\n", times(one.BF16), one.Shape,
 		times(big.BF16), big.Shape)
@@ -191,8 +191,8 @@ func (b *bench) printSummary() {
 	case s >= 1+busySpread:
 		b.printf("  Workers: 2 helps here: a %s Norm.Forward runs %s as fast as on one goroutine\n", big.Shape, times(s))
 	default:
-		b.printf("  Workers: 2 does not help here: a %s Norm.Forward runs %s as fast as on one goroutine (less than %.0f%% faster)\n",
-			big.Shape, times(s), 100*busySpread)
+		b.printf("  Workers: 2 does not help here: a %s Norm.Forward runs %s as fast as on one goroutine (the bar for helping is %s)\n",
+			big.Shape, times(s), times(1+busySpread))
 	}
 	if sum.Busy > 0 {
 		b.warnIfBusy(0, "  ")

@@ -31,7 +31,8 @@ var pipeAbove = streamrule.PipeAbove(streamrule.Host())
 // on Zen 3 and Zen 5 rows of at most rowsMax, and on Zen 5 of up to 384 with the avx512 kernel.
 // None elsewhere. Only forwardRows sets the flag (oneByOne, streamsOneByOne): in Forward,
 // and in Norm.Forward and Apply by a Norm with a weight, neither UnitOffset, Center nor Bias, and
-// Workers 0 or 1, Apply with rows back to back and no Inv, Mean or residual. Only the amd64
+// Workers 0 or 1 or x under half a goroutine's share (Norm.oneGoroutine), Apply with rows back to
+// back and no Inv, Mean or residual. Only the amd64
 // functions with the one-row path read it. A variable so that tests can run the kernels both ways.
 var rowRules = [2]streamrule.RowRule{
 	streamrule.Rows(streamrule.Host(), false),

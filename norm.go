@@ -165,8 +165,8 @@ func (n *Norm) flags(f format) uint32 {
 }
 
 // forward is Norm.Forward for the other Norms: UnitOffset, and LayerNorm with a weight on one
-// goroutine (packedLayer), on Apply's short path (packedRows); no weight and Workers on its
-// general path. A call of its own, so that Forward does not save the
+// goroutine (packedLayer), on Apply's short path (packedRows); no weight, and Workers above 1 on
+// an x of half a goroutine's share or more (oneGoroutine), on its general path. A call of its own, so that Forward does not save the
 // Norm for the address this one takes.
 //
 //go:noinline
@@ -220,8 +220,8 @@ func (n Norm) Apply(r Rows) {
 	n.apply(&r)
 }
 
-// apply is Apply on the general path (strided rows, Inv, no weight, Workers, and the calls that
-// break a rule), in a call of its own: that measured a little faster for the calls above. A
+// apply is Apply on the general path (strided rows, Inv, no weight, Workers above 1 on an x of
+// half a goroutine's share or more, and the calls that break a rule), in a call of its own: that measured a little faster for the calls above. A
 // LayerNorm's calls of rows back to back go to packedRows from here (packedLayer).
 //
 //go:noinline
@@ -328,8 +328,8 @@ func (n Norm) ForwardF16(dst, x []uint16) {
 
 // forward16 is forward for ForwardBF16 and ForwardF16, rows in format f: UnitOffset and
 // RoundNormalized (which forwardRows does not apply), and LayerNorm with a weight on one goroutine
-// (packedLayer), on packedRows; no weight and Workers on applyRows; nm names the caller in the
-// panics.
+// (packedLayer), on packedRows; no weight, and Workers above 1 on an x of half a goroutine's
+// share or more, on applyRows; nm names the caller in the panics.
 //
 //go:noinline
 func (n Norm) forward16(dst, x []uint16, f format, nm *names) {

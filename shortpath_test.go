@@ -214,11 +214,13 @@ func TestShortPathTaken(t *testing.T) {
 	}
 }
 
-// Where oneGoroutine's bound lies, on real calls: Norm.Forward with Workers 4 of rows whose x is
-// one row short of half a share takes forwardRows, as Workers 0 does; with x of half a share it
-// takes the general path (where runWorkers still keeps it whole: x and dst are one share). x lies
-// in an inaccessible mapping, so that the kernel faults on the calling goroutine at its first
-// read.
+// Where oneGoroutine's bound lies, on real calls of every entry point that asks it: with Workers
+// 4, x one row short of half a share takes the short path Workers 0 takes (forwardRows or
+// packedRows); x of half a share takes the general path, where runWorkers still keeps it whole
+// when the call moves less than four times its x (out of place, without a residual: under two
+// shares). With a residual (four times x) it would split there, and a fault in another goroutine
+// cannot be caught, so that call is checked on the short side alone. x lies in an inaccessible
+// mapping, so that the kernel faults on the calling goroutine at its first read.
 func TestShortPathWorkersBound(t *testing.T) {
 	const d = 64
 	half := int(workerBytes.forward / 2)
@@ -227,20 +229,50 @@ func TestShortPathWorkersBound(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer unix.Munmap(mem)
-	n := Norm{Weight: ones(d), Eps: 1e-6, Workers: 4}
-	y := make([]float32, half/4)
+	w := ones(d)
+	many := Norm{Weight: w, Eps: 1e-6, Workers: 4}
+	uo := Norm{Weight: w, Eps: 1e-6, Workers: 4, UnitOffset: true}
+	ln := Norm{Weight: w, Bias: w, Center: true, Eps: 1e-12, Workers: 4}
+	y, res := make([]float32, half/4), make([]float32, half/4)
+	y16 := make([]uint16, half/2)
+	// Each call gets x of n elements of its x's type (4 or 2 bytes), in the inaccessible mapping.
+	x32 := func(n int) []float32 { return unsafe.Slice((*float32)(unsafe.Pointer(&mem[0])), n) }
+	x16 := func(n int) []uint16 { return unsafe.Slice((*uint16)(unsafe.Pointer(&mem[0])), n) }
+	calls := []struct {
+		name   string
+		size   int // bytes of an element of x
+		short  string
+		f      func(n int)
+		splits bool // at half a share on the general path: not probed there
+	}{
+		{"Norm.Forward", 4, "forwardRows", func(n int) { many.Forward(y[:n], x32(n)) }, false},
+		{"Apply", 4, "forwardRows", func(n int) { many.Apply(Rows{Dst: y[:n], X: x32(n)}) }, false},
+		{"Apply Residual", 4, "packedRows", func(n int) { many.Apply(Rows{Dst: y[:n], X: x32(n), Residual: res[:n]}) }, true},
+		{"Norm.Forward UnitOffset", 4, "packedRows", func(n int) { uo.Forward(y[:n], x32(n)) }, false},
+		{"Norm.Forward LayerNorm", 4, "packedRows", func(n int) { ln.Forward(y[:n], x32(n)) }, false},
+		{"Norm.ForwardBF16", 2, "forwardRows", func(n int) { many.ForwardBF16(y16[:n], x16(n)) }, false},
+		{"Norm.ForwardF16 UnitOffset", 2, "packedRows", func(n int) { uo.ForwardF16(y16[:n], x16(n)) }, false},
+		{"ApplyBF16", 2, "packedRows", func(n int) { many.ApplyBF16(Rows16{Dst: y16[:n], X: x16(n)}) }, false},
+		{"ApplyToBF16", 4, "packedRows", func(n int) { many.ApplyToBF16(RowsTo16{Dst: y16[:n], X: x32(n)}) }, false},
+		{"ApplyToF16 LayerNorm", 4, "packedRows", func(n int) { ln.ApplyToF16(RowsTo16{Dst: y16[:n], X: x32(n)}) }, false},
+	}
 	defer active.Store(active.Load())
 	for _, k := range testKernels() {
 		active.Store(uint32(k))
-		for _, c := range []struct {
-			rows int
-			path string
-		}{{half/(4*d) - 1, "forwardRows"}, {half / (4 * d), "applyRows"}} {
-			x := unsafe.Slice((*float32)(unsafe.Pointer(&mem[0])), c.rows*d)
-			name := fmt.Sprintf("Norm.Forward Workers 4, x of %d bytes (half a share: %d)", 4*len(x), half)
-			got := pathAtFault(t, name, func() { n.Forward(y[:len(x)], x) })
-			if len(got) == 0 || got[len(got)-1] != c.path {
-				t.Errorf("%s %s: the kernel was called from %v, want %s", k, name, got, c.path)
+		for _, c := range calls {
+			rows := half / (c.size * d) // x of half a share
+			for _, b := range []struct {
+				rows int
+				path string
+			}{{rows - 1, c.short}, {rows, "applyRows"}} {
+				if b.path == "applyRows" && c.splits {
+					continue
+				}
+				name := fmt.Sprintf("%s Workers 4, x of %d bytes (half a share: %d)", c.name, b.rows*d*c.size, half)
+				got := pathAtFault(t, name, func() { c.f(b.rows * d) })
+				if len(got) == 0 || got[len(got)-1] != b.path {
+					t.Errorf("%s %s: the kernel was called from %v, want %s", k, name, got, b.path)
+				}
 			}
 		}
 	}

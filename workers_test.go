@@ -554,6 +554,24 @@ func TestOneGoroutineNeverSplits(t *testing.T) {
 						if n.oneGoroutine(xBytes + uintptr(d)*in) {
 							t.Errorf("%s: one more row (x of %d bytes) still stays whole", name, xBytes+uintptr(d)*in)
 						}
+						// The bound holds only while forwardParts counts every byte the call
+						// moves: x read, dst written (in place x written back), a residual read
+						// and written. Larger calls must get exactly one goroutine per share.
+						perElem := in + f.out().size()
+						if inPlace {
+							perElem = 2 * in
+						}
+						if res {
+							perElem += 2 * in
+						}
+						for _, r := range []int{2*rows + 7, 5 * rows, 9*rows + 1} {
+							jr := j
+							jr.rows = r
+							want := max(1, min(n.Workers, r, int(uintptr(r*d)*perElem/share)))
+							if p := jr.forwardParts(n.Workers); p != want {
+								t.Errorf("%s, %d rows: forwardParts = %d, want %d (%d bytes an element)", name, r, p, want, perElem)
+							}
+						}
 					}
 				}
 			}

@@ -65,23 +65,27 @@ func (j *job) setMemoryFlags() {
 				j.flags |= flagNext
 			}
 			if j.leftToHardware() {
-				j.flags &^= flagPF
+				j.flags &^= flagPF | flagNext
 			}
 		}
 	}
 }
 
 // leftToHardware reports whether the streamed job j, out of place, leaves its rows to the hardware
-// prefetchers (flagNT without flagPF): RMSNorm's float32 rows without a residual, back to back
-// (rows a stride apart keep flagPF: see setMemoryFlags), that its kernel's rule in hardwareRows
-// takes by their length and the bytes of x: into float32, and into 16-bit rows where the rule
-// says To16. The rule is the assembly kernels' (the functions that choose their non-temporal
-// loops by flagPF); the generic kernel keeps flagPF for touchRow.
+// prefetchers (flagNT without flagPF or flagNext): RMSNorm's float32 rows, back to back (rows a
+// stride apart keep flagPF: see setMemoryFlags), that its kernel's rule in hardwareRows takes by
+// their length and the bytes of x: into float32, and into 16-bit rows where the rule says To16;
+// with a residual, float32 rows into float32 by the rule's Residual bounds. The rule is the
+// assembly kernels' (the functions that choose their non-temporal loops by flagPF); the generic
+// kernel keeps flagPF for touchRow.
 func (j *job) leftToHardware() bool {
-	if j.res != nil || j.format.in() != formatF32 || j.layer() || j.stride != j.d {
+	if j.format.in() != formatF32 || j.layer() || j.stride != j.d {
 		return false
 	}
 	r := hardwareOf(kernelID(j.fn / numEntries))
+	if j.res != nil {
+		return j.format == formatF32 && r.TakesResidual(j.d, j.rows*j.d*4)
+	}
 	return (j.format == formatF32 || r.To16) && r.Takes(j.d, j.rows*j.d*4)
 }
 

@@ -55,7 +55,7 @@ func withStreaming(on bool, f func()) {
 var streamState uint64
 
 // allHardware leaves every streamed call it may to the hardware prefetchers.
-var allHardware = streamrule.HardwareRows{From: 1, Bytes: math.MaxInt, To16: true}
+var allHardware = streamrule.HardwareRows{From: 1, Bytes: math.MaxInt, To16: true, Residual: 1, ResidualBytes: math.MaxInt}
 
 // aligned32 returns n elements (float32, or uint16 for float16 rows) from a 32-byte boundary, the
 // alignment the pipe needs for dst, with pre elements before them (which shift the start) and 32
@@ -372,8 +372,9 @@ func TestNextResidualFlag(t *testing.T) {
 // the bytes of x (the avx512 kernel's [1], avx2's [0]; none for generic and neon), into float32,
 // or into 16-bit rows where the rule says To16; every other streamed job keeps flagPF.
 func TestHardwareFlag(t *testing.T) {
-	saved, savedHardware := streamBytes, hardwareRows
-	defer func() { streamBytes, hardwareRows = saved, savedHardware }()
+	saved, savedHardware, savedNextRes := streamBytes, hardwareRows, nextResidual
+	defer func() { streamBytes, hardwareRows, nextResidual = saved, savedHardware, savedNextRes }()
+	nextResidual = [2]int{1, math.MaxInt} // every residual row streamed out of place gets flagNext, unless left to the hardware
 	const rows, d = 4, 8192
 	xBytes := rows * d * 4
 	for _, c := range []struct {
@@ -395,7 +396,15 @@ func TestHardwareFlag(t *testing.T) {
 		{name: "rows shorter than the rule's", d: d - 65, f: formatF32, k: kernelAVX512},
 		{name: "the avx2 kernel's rows shorter than its rule's", d: d, f: formatF32, k: kernelAVX2},
 		{name: "x beyond the rule's bytes", d: d, f: formatF32, k: kernelAVX512, bytes: xBytes - 1},
-		{name: "a residual", d: d, f: formatF32, k: kernelAVX512, residual: true},
+		{name: "a residual", d: d, f: formatF32, k: kernelAVX512, residual: true, want: true},
+		{name: "a residual, rows of the rule's shortest", d: d - 128, f: formatF32, k: kernelAVX512, residual: true, want: true},
+		{name: "a residual, rows shorter than the rule's", d: d - 129, f: formatF32, k: kernelAVX512, residual: true},
+		{name: "a residual, the avx2 kernel's rule", d: 2 * d, f: formatF32, k: kernelAVX2, residual: true, want: true},
+		{name: "a residual, x beyond the rule's bytes", d: d, f: formatF32, k: kernelAVX512, residual: true, bytes: xBytes - 1},
+		{name: "a residual in place", d: d, f: formatF32, k: kernelAVX512, residual: true, inPlace: true},
+		{name: "a residual, LayerNorm (Center)", d: d, f: formatF32, k: kernelAVX512, residual: true, center: true},
+		{name: "a residual, rows a stride apart", d: d, f: formatF32, k: kernelAVX512, residual: true, stride: d + 64},
+		{name: "bfloat16 rows with a residual", d: d, f: formatBF16, k: kernelAVX512, residual: true},
 		{name: "in place", d: d, f: formatF32, k: kernelAVX512, inPlace: true},
 		{name: "LayerNorm (Center)", d: d, f: formatF32, k: kernelAVX512, center: true},
 		{name: "LayerNorm (a bias)", d: d, f: formatF32, k: kernelAVX512, bias: true},
@@ -440,11 +449,17 @@ func TestHardwareFlag(t *testing.T) {
 			streamBytes = math.MaxInt
 		}
 		// avx2's rule takes rows of 2d, so that its cases and those of the kernels without a rule
-		// (2d too) tell the two apart.
-		hardwareRows = [2]streamrule.HardwareRows{{From: 2 * d, Bytes: math.MaxInt}, {From: d - 64, Bytes: bytes, To16: true}}
+		// (2d too) tell the two apart; the residual's bounds differ from the others' (d - 128).
+		hardwareRows = [2]streamrule.HardwareRows{{From: 2 * d, Bytes: math.MaxInt, Residual: 2 * d, ResidualBytes: math.MaxInt},
+			{From: d - 64, Bytes: bytes, To16: true, Residual: d - 128, ResidualBytes: bytes}}
 		j.setMemoryFlags()
 		if got := j.flags&(flagNT|flagPF) == flagNT; got != c.want {
 			t.Errorf("%s: flagNT without flagPF %v, want %v (flags %#x)", c.name, got, c.want, j.flags)
+		}
+		// A residual's next row of x (flagNext) goes with flagPF: set on the rows streamed out of
+		// place, cleared on those left to the hardware.
+		if wantNext := c.residual && c.f.in() == formatF32 && !c.small && !c.inPlace && !c.want; c.residual && (j.flags&flagNext != 0) != wantNext {
+			t.Errorf("%s: flagNext %v, want %v (flags %#x)", c.name, j.flags&flagNext != 0, wantNext, j.flags)
 		}
 		if !c.small && !c.want && j.flags&flagPF == 0 {
 			t.Errorf("%s: flagPF left out (flags %#x)", c.name, j.flags)

@@ -770,14 +770,23 @@ func NextResidual(c CPU) (lo, hi int) {
 // float16 too, that of ApplyToBF16 and ApplyToF16) are left to the hardware prefetchers: the loop
 // that scales a row with non-temporal stores does not prefetch the next row, as it does for every
 // other streamed row (flagNT without flagPF). A call of rows of d whose x takes b bytes is left to
-// them when From > 0, d >= From and b <= Bytes. The zero HardwareRows takes none.
+// them when From > 0, d >= From and b <= Bytes. RMSNorm's float32 rows with a residual, out of
+// place, are left to them under Residual and ResidualBytes the same way: the scale pass then
+// prefetches neither the next row of the residual nor that of x (flagNext). The zero
+// HardwareRows takes none.
 type HardwareRows struct {
-	From, Bytes int
-	To16        bool
+	From, Bytes             int
+	To16                    bool
+	Residual, ResidualBytes int
 }
 
 // Takes reports whether a call of rows of d whose x takes b bytes is left to the hardware under r.
 func (r HardwareRows) Takes(d, b int) bool { return r.From > 0 && d >= r.From && b <= r.Bytes }
+
+// TakesResidual is Takes for a call with a residual.
+func (r HardwareRows) TakesResidual(d, b int) bool {
+	return r.Residual > 0 && d >= r.Residual && b <= r.ResidualBytes
+}
 
 // Hardware returns the HardwareRows of c for the avx512 kernel (wide) or the others: on Zen 5, the
 // calls whose x takes at most three quarters of the streaming threshold (Bytes: of the L3, or of
@@ -845,14 +854,61 @@ func (r HardwareRows) Takes(d, b int) bool { return r.From > 0 && d >= r.From &&
 // (see Next). LayerNorm's rows (Center, weight and bias; their centered pass prefetches the next
 // row under flagPF too) measured even without both prefetches at the same lengths (one run:
 // 768x8192 0.993, 512x12288 0.985, 384x16384 1.036, 256x16384 1.012) and keep them.
+//
+// Rows with a residual (Apply with Rows.Residual, float32, out of place) are left to the hardware
+// on Zen 5 from 4096 on, with the avx512 kernel, while x takes at most the streaming threshold (a
+// whole Bytes, not three quarters): their scale pass prefetches neither the next row of the
+// residual (flagPF) nor that of x (flagNext, NextResidual). Their sum pass reads two rows from
+// memory, x and the residual, and writes h back into the residual, whose lines it has just read;
+// presumably from 4096 on the hardware prefetchers keep up within a row, and the two next rows
+// prefetched (16 KiB each at 4096) crowd the L1d that holds this row's h and the weight (the VM
+// has no performance counters to tell). Measured on the
+// same Zen 5, 2026-12-07, Apply with a residual, the prefetches on and off alternated in one
+// process (a scratch test: 15 rounds of four calls each, the order rotated, x and the residual
+// the same buffers from call to call; in the first run of 2048x4096, 512x8192, 16384x4096 and
+// 8192x1024, x was copied into the residual before each round), min ns per row, on -> off, runs
+// apart:
+//
+//	             avx512                                  avx2
+//	1024x4096    980 -> 939, 1088 -> 989                 918 -> 962, 1017 -> 1006
+//	1536x4096    1076 -> 1045, 1117 -> 1054              1087 -> 1073, 1080 -> 1074
+//	2048x4096    1349 -> 1169, 1220 -> 1135,             1300 -> 1211, 1218 -> 1167,
+//	             1289 -> 1108, 1396 -> 1133,             1257 -> 1110, 1378 -> 1218,
+//	             1241 -> 1060                            1203 -> 1115
+//	512x8192     2123 -> 1842, 2071 -> 1780              2048 -> 1801, 2081 -> 1749
+//	768x8192     2384 -> 2047, 2516 -> 2199              2341 -> 2098, 2503 -> 2226
+//	1024x8192    2493 -> 2209, 2315 -> 2056              2452 -> 2219, 2388 -> 2113
+//	256x16384    4569 -> 4173, 4548 -> 4217              4812 -> 4009, 4622 -> 4107
+//	512x16384    4704 -> 4229                            4761 -> 4083
+//
+// Forward on the same rows in the same runs took 582-585 ns at 2048x4096: the residual went from
+// 2.1-2.4x that to 1.8-2.0x (issue 25 asks at most 2.1x). Beyond the threshold the runs split
+// (3072x4096 1355 -> 1280, 4096x4096 1293 -> 1120 and 1400 -> 1434, 6144x4096 1404 -> 1339), and
+// from 8192x4096 the prefetches pay: 1399 -> 1445 and 1537 -> 1704, 16384x4096 1477 -> 1599 and
+// 1497 -> 1620 (avx2 1430 -> 1639, 1444 -> 1676). Shorter rows lose without them: 8192x1024
+// 308 -> 338 (avx2 306 -> 365; 313 -> 292 and 313 -> 339 in the first run), 4096x2048 541 -> 609
+// (549 -> 636). A C model in the same hour
+// (gcc 12.2.0 -O2, AVX-512 intrinsics; pass 1 h = x + r stored back to r, pass 2 y non-temporal)
+// agreed at 2048x4096: with T0 prefetches of the next rows of x and r 1366-1481 ns, with T1
+// 1410-1494, without 1185-1231; storing h in pass 2 instead, non-temporal, recomputed from x and
+// r, was no faster (1456-1626). The bench command (-kernels avx512, its residual section, 500 ms,
+// the builds before and after in turn) agreed at 2048x4096: 1434.7 -> 1097.1, 1302.9 -> 1074.3,
+// 1291.4 -> 1219.1 (Forward 553-599 in the same runs); 512x8192 2421.9 -> 1814.9, 2119.1 ->
+// 1791.1, 2171.7 -> 1763.9; 16384x4096, which keeps its prefetches, 1868.0 -> 1514.3, 1508.5 ->
+// 1503.3, 1510.9 -> 1564.6. BenchmarkResidual (fused, 2048x4096, the test binaries in turn, 16
+// runs) 3.625 -> 3.345 ms (p=0.056). With the avx2 kernel the bench command split (2048x4096
+// 1327.8 -> 1419.3, 1236.3 -> 1596.7, 1563.7 -> 1244.5, 1348.0 -> 1306.8, 1304.8 -> 1202.9) and
+// BenchmarkResidual saw no change (3.110 -> 3.050 ms, p=0.49), so avx2 keeps its prefetches.
+// Rows into 16-bit ones or of 16 bits with a residual, and rows in place, were not measured and
+// keep them too.
 func Hardware(c CPU, wide bool) HardwareRows {
 	if !zen5(c) {
 		return HardwareRows{}
 	}
-	b, _ := Bytes(c)
-	b = b / 4 * 3
+	all, _ := Bytes(c)
+	b := all / 4 * 3
 	if wide {
-		return HardwareRows{From: 8192, Bytes: b, To16: true}
+		return HardwareRows{From: 8192, Bytes: b, To16: true, Residual: 4096, ResidualBytes: all}
 	}
 	return HardwareRows{From: 12288, Bytes: b}
 }

@@ -100,7 +100,8 @@ func TestBytes(t *testing.T) {
 		wantHW, wantHWWide := HardwareRows{}, HardwareRows{}
 		if wantGroups != 0 { // Zen 5: x within 3/4 of the threshold (c.want: the L3, or Fallback)
 			b := c.want / 4 * 3
-			wantHW, wantHWWide = HardwareRows{From: 12288, Bytes: b}, HardwareRows{From: 8192, Bytes: b, To16: true}
+			wantHW = HardwareRows{From: 12288, Bytes: b}
+			wantHWWide = HardwareRows{From: 8192, Bytes: b, To16: true, Residual: 4096, ResidualBytes: c.want}
 		}
 		if h := Hardware(c.cpu, false); h != wantHW {
 			t.Errorf("%s: Hardware(%+v, false) = %+v; want %+v", c.name, c.cpu, h, wantHW)
@@ -206,23 +207,36 @@ func TestF32GroupsTakes(t *testing.T) {
 	}
 }
 
+// Takes reads From and Bytes alone, TakesResidual Residual and ResidualBytes alone.
 func TestHardwareRowsTakes(t *testing.T) {
 	const mib = 1 << 20
 	zen5 := HardwareRows{From: 8192, Bytes: 32 * mib}
+	res := HardwareRows{Residual: 4096, ResidualBytes: 32 * mib}
 	for _, c := range []struct {
-		r     HardwareRows
-		d, b  int
-		takes bool
+		r        HardwareRows
+		residual bool // TakesResidual, not Takes
+		d, b     int
+		takes    bool
 	}{
-		{zen5, 8192, 16 * mib, true},
-		{zen5, 8191, 16 * mib, false},
-		{zen5, 16384, 32 * mib, true},
-		{zen5, 16384, 32*mib + 1, false},
-		{HardwareRows{Bytes: 32 * mib}, 8192, 1, false}, // From 0: none
-		{HardwareRows{}, 8192, 0, false},
+		{zen5, false, 8192, 16 * mib, true},
+		{zen5, false, 8191, 16 * mib, false},
+		{zen5, false, 16384, 32 * mib, true},
+		{zen5, false, 16384, 32*mib + 1, false},
+		{HardwareRows{Bytes: 32 * mib}, false, 8192, 1, false}, // From 0: none
+		{HardwareRows{}, false, 8192, 0, false},
+		{res, false, 8192, 1, false}, // no From: none
+		{res, true, 4096, 32 * mib, true},
+		{res, true, 4095, 16 * mib, false},
+		{res, true, 8192, 32*mib + 1, false},
+		{zen5, true, 8192, 16 * mib, false}, // no Residual: none
+		{HardwareRows{ResidualBytes: 32 * mib}, true, 8192, 1, false},
 	} {
-		if got := c.r.Takes(c.d, c.b); got != c.takes {
-			t.Errorf("%+v.Takes(%d, %d) = %v; want %v", c.r, c.d, c.b, got, c.takes)
+		takes, name := c.r.Takes, "Takes"
+		if c.residual {
+			takes, name = c.r.TakesResidual, "TakesResidual"
+		}
+		if got := takes(c.d, c.b); got != c.takes {
+			t.Errorf("%+v.%s(%d, %d) = %v; want %v", c.r, name, c.d, c.b, got, c.takes)
 		}
 	}
 }

@@ -191,8 +191,9 @@ func (b *bench) printSummary() {
 	case s >= 1+busySpread:
 		b.printf("  Workers: 2 helps here: a %s Norm.Forward runs %s as fast as on one goroutine\n", big.Shape, times(s))
 	default:
+		// Rounded down, so that a speedup just short of the bar does not print as the bar itself.
 		b.printf("  Workers: 2 does not help here: a %s Norm.Forward runs %s as fast as on one goroutine (the bar for helping is %s)\n",
-			big.Shape, times(s), times(1+busySpread))
+			big.Shape, times(math.Floor(s*100)/100), times(1+busySpread))
 	}
 	if sum.Busy > 0 {
 		b.warnIfBusy(0, "  ")

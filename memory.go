@@ -12,10 +12,11 @@ import "github.com/gosimd/rmsnorm/internal/streamrule"
 // Prefetching (the generator, asm/amd64/kernel.go: prefetch, pfOffset): PREFETCHT0, in the scale
 // pass of a row, of the row after it (eight rows on for rows of at most 512 elements; on Zen 5
 // not for float32 rows of 8192 and longer out of place whose x stays in the L3, which the hardware
-// prefetchers serve better: hardwareRows, streamrule.Hardware); the sum pass of float32 rows
-// prefetches nothing (but on the paths of Zen 3 below), that of 16-bit rows two rows ahead. A
-// float32 row of 4096, its weight and the next row are 48 KiB, Zen 5's L1d; the sum pass used to
-// prefetch two rows ahead as well, and dropping that measured, Zen 5, Forward, benchstat of six
+// prefetchers serve better, nor, on avx512, for float32 rows of 4096 and longer with a residual,
+// out of place, whose x is at most the streaming threshold: hardwareRows, streamrule.Hardware);
+// the sum pass of float32 rows prefetches nothing (but on the paths of Zen 3 below), that of
+// 16-bit rows two rows ahead. A float32 row of 4096, its weight and the next row are 48 KiB, Zen
+// 5's L1d; the sum pass used to prefetch two rows ahead as well, and dropping that measured, Zen 5, Forward, benchstat of six
 // interleaved runs: 16384x4096 -15% (avx512) and -26% (avx2), 2048x4096 -3% and -5%, 32768x128 and
 // 1x4096 unchanged. On Zen 4 (32 KiB of L1d) fewer rows in flight can only leave more of the cache
 // to the row being summed; it was not measured there. On Zen 3 the AVX2 kernel's pipe (flagPipe;
@@ -37,11 +38,13 @@ import "github.com/gosimd/rmsnorm/internal/streamrule"
 //   - rows far apart (a stride) defeat the hardware prefetchers, so they are prefetched too;
 //   - on Zen 5, streamed float32 rows with a residual (out of place) of the lengths of
 //     nextResidual also take flagNext: the scale pass of a row prefetches the next row of x
-//     beside that of h (streamrule.NextResidual has the measurements);
-//   - on Zen 5, streamed float32 rows out of place without a residual, back to back (RMSNorm's,
-//     into float32, and on avx512 into 16-bit rows too) that hardwareRows takes (long rows whose
-//     x stays in the L3) take flagNT without flagPF: the scale pass leaves the next row to the
-//     hardware prefetchers (leftToHardware; streamrule.Hardware has the measurements);
+//     beside that of h (streamrule.NextResidual has the measurements), unless hardwareRows
+//     takes them (below);
+//   - on Zen 5, streamed float32 rows out of place, back to back (RMSNorm's, into float32, and on
+//     avx512 into 16-bit rows too) that hardwareRows takes (long rows whose x stays in the L3;
+//     on avx512, rows of 4096 and longer with a residual, into float32, whose x is at most the
+//     threshold) take flagNT without flagPF or flagNext: the scale pass leaves the next rows to
+//     the hardware prefetchers (leftToHardware; streamrule.Hardware has the measurements);
 //   - on Zen 3, streamed float32 rows (out of place) also take the AVX2 kernel's pipe (pipes):
 //     into float32 rows, and into float16 ones (without RoundNormalized) when they are longer
 //     than streamrule.PipeMinTo16; so do float16 rows into float16 ones (without

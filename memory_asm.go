@@ -76,7 +76,8 @@ var nextRows = span(streamrule.Next(streamrule.Host()))
 // nextResidual are the row lengths, nextResidual[0] <= d <= nextResidual[1], for which the scale
 // pass of streamed float32 rows with a residual prefetches the next row of x beside that of h
 // (flagNext on a forward job; see setMemoryFlags), as streamrule.NextResidual decides from cpuid:
-// up to 4096 on Zen 5, none elsewhere. A variable so that tests can run the kernels both ways.
+// up to 4096 on Zen 5, none elsewhere; the rows hardwareRows leaves to the hardware lose it. A
+// variable so that tests can run the kernels both ways.
 var nextResidual = span(streamrule.NextResidual(streamrule.Host()))
 
 // hardwareRows are the rules that say which streamed calls of float32 rows out of place

@@ -367,10 +367,11 @@ func TestNextResidualFlag(t *testing.T) {
 }
 
 // TestHardwareFlag checks which forward jobs setMemoryFlags leaves to the hardware prefetchers
-// (flagNT without flagPF): streamed float32 rows out of place, without a residual, not
-// LayerNorm's, back to back, that their kernel's rule in hardwareRows takes by the row length and
-// the bytes of x (the avx512 kernel's [1], avx2's [0]; none for generic and neon), into float32,
-// or into 16-bit rows where the rule says To16; every other streamed job keeps flagPF.
+// (flagNT without flagPF): streamed float32 rows out of place, not LayerNorm's, back to back, that
+// their kernel's rule in hardwareRows takes by the row length and the bytes of x (the avx512
+// kernel's [1], avx2's [0]; none for generic and neon), into float32, or into 16-bit rows where
+// the rule says To16; with a residual, into float32 by the rule's Residual bounds, flagNext
+// cleared with flagPF; every other streamed job keeps flagPF.
 func TestHardwareFlag(t *testing.T) {
 	saved, savedHardware, savedNextRes := streamBytes, hardwareRows, nextResidual
 	defer func() { streamBytes, hardwareRows, nextResidual = saved, savedHardware, savedNextRes }()
@@ -450,8 +451,11 @@ func TestHardwareFlag(t *testing.T) {
 		}
 		// avx2's rule takes rows of 2d, so that its cases and those of the kernels without a rule
 		// (2d too) tell the two apart; the residual's bounds differ from the others' (d - 128).
-		hardwareRows = [2]streamrule.HardwareRows{{From: 2 * d, Bytes: math.MaxInt, Residual: 2 * d, ResidualBytes: math.MaxInt},
-			{From: d - 64, Bytes: bytes, To16: true, Residual: d - 128, ResidualBytes: bytes}}
+		wide := streamrule.HardwareRows{From: d - 64, Bytes: bytes, To16: true, Residual: d - 128, ResidualBytes: bytes}
+		if c.residual {
+			wide.Bytes = xBytes - 1 // a residual's call is bounded by ResidualBytes alone
+		}
+		hardwareRows = [2]streamrule.HardwareRows{{From: 2 * d, Bytes: math.MaxInt, Residual: 2 * d, ResidualBytes: math.MaxInt}, wide}
 		j.setMemoryFlags()
 		if got := j.flags&(flagNT|flagPF) == flagNT; got != c.want {
 			t.Errorf("%s: flagNT without flagPF %v, want %v (flags %#x)", c.name, got, c.want, j.flags)

@@ -43,7 +43,9 @@ func (c vcase) String() string {
 // to Stride (d itself with rows back to back). Then, for every weight form, four cases with dst
 // rows at a DstStride of their own: smaller than Stride (dst back to back under strided x, the
 // head-major layout, and a gap of its own) and larger (under x back to back and strided x), with
-// residual, Inv and streaming cycling.
+// residual, Inv and streaming cycling. Last, for every weight form, a residual out of place on rows
+// back to back, streamed: the calls that streamrule.Hardware's Residual may leave to the hardware
+// prefetchers (flagNT without flagPF), which the cases above, in place or strided, never are.
 func allVcases() []vcase {
 	var cs []vcase
 	for _, mode := range []weightMode{weighted, offset, unweighted} {
@@ -65,6 +67,9 @@ func allVcases() []vcase {
 			cs = append(cs, vcase{mode: mode, residual: i%2 == 1, withInv: i/2 == int(mode)%2, stream: i == int(mode),
 				gap: g.gap, setDst: true, dstGap: g.dstGap})
 		}
+	}
+	for _, mode := range []weightMode{weighted, offset, unweighted} {
+		cs = append(cs, vcase{mode: mode, residual: true, stream: true})
 	}
 	return cs
 }

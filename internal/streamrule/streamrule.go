@@ -729,6 +729,7 @@ func Next(c CPU) (lo, hi int) {
 // NextResidual returns the row lengths, lo <= d <= hi in floats, for which the scale pass of
 // streamed float32 rows with a residual, out of place, prefetches the next row of x beside that
 // of h (FlagNext on a forward job) on c: on Zen 5, rows of up to 4096; elsewhere none (lo > hi).
+// The rows Hardware's Residual takes (avx512, 4096) prefetch neither.
 // The sum pass of such a row reads x and h's old value (the residual) from memory, and without
 // it the scale pass of the row before brings in the residual's row alone. Measured on the Zen 5
 // above, 2026-12-06, alternated in one process, 7-9 rounds, min ns per row, the prefetch off
@@ -765,9 +766,9 @@ func NextResidual(c CPU) (lo, hi int) {
 	return 1, 0
 }
 
-// HardwareRows says which streamed calls of float32 rows out of place (RMSNorm's, without a
-// residual: into float32, the function of Forward and Norm.Apply, and with To16 into bfloat16 or
-// float16 too, that of ApplyToBF16 and ApplyToF16) are left to the hardware prefetchers: the loop
+// HardwareRows says which streamed calls of float32 rows out of place (RMSNorm's: into float32,
+// the function of Forward and Norm.Apply, and with To16 into bfloat16 or float16 too, that of
+// ApplyToBF16 and ApplyToF16) are left to the hardware prefetchers: the loop
 // that scales a row with non-temporal stores does not prefetch the next row, as it does for every
 // other streamed row (flagNT without flagPF). A call of rows of d whose x takes b bytes is left to
 // them when From > 0, d >= From and b <= Bytes. RMSNorm's float32 rows with a residual, out of
@@ -891,7 +892,7 @@ func (r HardwareRows) TakesResidual(d, b int) bool {
 // (gcc 12.2.0 -O2, AVX-512 intrinsics; pass 1 h = x + r stored back to r, pass 2 y non-temporal)
 // agreed at 2048x4096: with T0 prefetches of the next rows of x and r 1366-1481 ns, with T1
 // 1410-1494, without 1185-1231; storing h in pass 2 instead, non-temporal, recomputed from x and
-// r, was no faster (1456-1626). The bench command (-kernels avx512, its residual section, 500 ms,
+// r, was no faster (1456-1626, bench/results/amd-zen5-turin.txt). The bench command (-kernels avx512, its residual section, 500 ms,
 // the builds before and after in turn) agreed at 2048x4096: 1434.7 -> 1097.1, 1302.9 -> 1074.3,
 // 1291.4 -> 1219.1 (Forward 553-599 in the same runs); 512x8192 2421.9 -> 1814.9, 2119.1 ->
 // 1791.1, 2171.7 -> 1763.9; 16384x4096, which keeps its prefetches, 1868.0 -> 1514.3, 1508.5 ->

@@ -9,6 +9,16 @@ import (
 	"unsafe"
 )
 
+// row16Input returns the input of a single-row test: a row of d of value class c in format f,
+// a normal weight, both drawn from r, and the eps of the seed (0, 1e-6 or 1e-5).
+func row16Input(f format, d int, c valueClass, r *rand.Rand, seed int) (x []uint16, w []float32, eps float32) {
+	x32 := make([]float32, d)
+	fill(x32, c, r)
+	w = make([]float32, d)
+	fill(w, classNormal, r)
+	return narrowAll(x32, f), w, []float32{0, 1e-6, 1e-5}[seed]
+}
+
 // f16RowClasses are the value classes of TestCallRowF16 beside valueClasses (which, narrowed to
 // binary16, lose their tiny values to zero and their huge ones to ±Inf): values among binary16's
 // subnormals, and values near its largest finite one.
@@ -35,12 +45,7 @@ func TestCallRowF16(t *testing.T) {
 			for ci, c := range f16RowClasses {
 				for seed := range 3 {
 					r := seedFor(d, ci, seed, 71)
-					x32 := make([]float32, d)
-					fill(x32, c, r)
-					x := narrowAll(x32, formatF16)
-					w := make([]float32, d)
-					fill(w, classNormal, r)
-					eps := []float32{0, 1e-6, 1e-5}[seed]
+					x, w, eps := row16Input(formatF16, d, c, r, seed)
 					name := fmt.Sprintf("%s/d=%d/%s/seed=%d", k.name(), d, c.name, seed)
 
 					want := make([]uint16, d)

@@ -22,12 +22,7 @@ func TestCallRowBF16(t *testing.T) {
 			for ci, c := range valueClasses {
 				for seed := range 3 {
 					r := seedFor(d, ci, seed, 73)
-					x32 := make([]float32, d)
-					fill(x32, c, r)
-					x := narrowAll(x32, formatBF16)
-					w := make([]float32, d)
-					fill(w, classNormal, r)
-					eps := []float32{0, 1e-6, 1e-5}[seed]
+					x, w, eps := row16Input(formatBF16, d, c, r, seed)
 					name := fmt.Sprintf("%s/d=%d/%s/seed=%d", k.name(), d, c.name, seed)
 
 					want := make([]uint16, d)

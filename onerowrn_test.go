@@ -24,12 +24,7 @@ func TestCallRow16RN(t *testing.T) {
 				for ci, c := range classes {
 					for seed := range 3 {
 						r := seedFor(d, ci, seed, int(f), 89)
-						x32 := make([]float32, d)
-						fill(x32, c, r)
-						x := narrowAll(x32, f)
-						w := make([]float32, d)
-						fill(w, classNormal, r)
-						eps := []float32{0, 1e-6, 1e-5}[seed]
+						x, w, eps := row16Input(f, d, c, r, seed)
 						n := Norm{Weight: w, Eps: eps, RoundNormalized: true}
 						name := fmt.Sprintf("%s/%s/d=%d/%s/seed=%d", k.name(), fname(f), d, c.name, seed)
 

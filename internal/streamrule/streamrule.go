@@ -188,6 +188,20 @@ func meshXeon(c CPU) bool { return c.Intel && c.Family == 6 && (c.Model == 0x8f 
 // gain from 2048 on and are even at 1024, so they pipe at every length the pipe takes (above 512);
 // RMSNorm's lose at 4096 and gain above it (the shorter rows' gains at 1024 are one shape in
 // noise).
+//
+// Zen 5 does not pipe. Measured on an AMD EPYC (Zen 5, a 2-vCPU virtual machine, L1d 48 KiB),
+// 2026-12-07, Forward, the pipe forced on (rows above 512) against the rule's paths alternated in
+// one process, 25 rounds, min ns per row, two runs (avx512 off -> on; avx2 off -> on):
+//
+//	            avx512                               avx2
+//	512x8192    1007 -> 1338, 1119 -> 1427           989 -> 1035, 1081 -> 1194
+//	1024x8192   1353 -> 1489, 1485 -> 1502           1312 -> 1532, 1530 -> 1666
+//	256x16384   2612 -> 2811 (one run)               2523 -> 2495
+//	2048x4096   520 -> 598, 579 -> 656               521 -> 699, 578 -> 755
+//	8192x2048   328 -> 338 (one run)                 346 -> 361
+//	16384x4096  983 -> 988, 950 -> 913              964 -> 1056, 917 -> 1004
+//
+// Only avx512's 16384x4096 gained, by 4% in one run of two.
 func Pipe(c CPU) bool { return zen3(c) || meshXeon(c) }
 
 // RowRule says which calls of float32 rows, d a multiple of 64, a kernel normalizes one row

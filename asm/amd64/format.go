@@ -346,7 +346,11 @@ func (g *gen) storeMasked(v VecVirtual, k Op, m Mem, exact bool) {
 }
 
 // storeNT writes vs (one float32 vector, or two for a 16-bit format, which fill one vector of
-// 16-bit lanes) to m, aligned to the vector size, with a non-temporal store.
+// 16-bit lanes) to m, aligned to the vector size, with a non-temporal store: a whole vector at
+// once. On a Zen 5 the avx512 functions' streamed float32 stores as two 256-bit halves (the width
+// of Go's copy() and of the avx2 kernel), hand-edited, measured ahead at 2048x4096 and behind at
+// 16384x4096 and 512x8192, each by about the VM's noise (bench/results/amd-zen5-turin.txt); Zen
+// 4, whose 512-bit stores are split in two, has not been measured.
 func (g *gen) storeNT(vs []VecVirtual, m Mem) {
 	if !g.out16() {
 		VMOVNTPS(vs[0], m)

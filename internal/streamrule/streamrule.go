@@ -2,14 +2,21 @@
 // rows: from what size of rows (read and written) they treat them as coming from memory
 // (non-temporal stores out of place, prefetches of the rows ahead), whether the kernels sum the
 // next float32 (or float16) row inside the scale pass of the row before (Pipe; PipeAbove for
-// RMSNorm's rows, PipeMinTo16 for float32 rows written as float16), whether the backward kernels
-// prefetch 1 KiB ahead (Ahead) or their dx pass the next row (Next), whether the scale pass of
-// rows with a residual prefetches the next row of x beside that of h (NextResidual), which calls
-// of float32 rows, in cache or streamed, go one row at a time through the kernels' one-row path
-// (Rows), which rows the AVX-512 functions take four at a time (LayerGroups, LongGroups,
-// GroupsF32), and how much memory a goroutine of a call split by Norm.Workers moves (Workers).
-// The package uses it at init, and the bench command prints the streaming threshold (Bytes) and
-// the split's (Workers); nothing else of the module needs it.
+// RMSNorm's rows, PipeMinTo16 for float32 rows written as float16), which streamed rows they
+// leave to the hardware prefetchers (Hardware), whether the backward kernels prefetch 1 KiB ahead
+// (Ahead) or their dx pass the next row (Next), and whether their dx loop forms the next row's
+// sums (BackwardPipe), whether the scale pass of rows with a residual prefetches the next row of x
+// beside that of h (NextResidual), which calls of float32 rows, in cache or streamed, go one row
+// at a time through the kernels' one-row path (Rows), which rows the AVX-512 functions take four
+// at a time (LayerGroups, LongGroups, GroupsF32), which single float16 rows go through a float32
+// copy (F16Buffer), and how much memory a goroutine of a call split by Norm.Workers moves
+// (Workers). Each rule's doc holds the measurements per machine behind it. What does not depend
+// on the machine is the generator's (asm/amd64/kernel.go and onerow.go, with their
+// measurements): the prefetch instruction (PREFETCHT0), how far ahead the loops that prefetch
+// within a row reach (aheadBytes, rowsAheadBytes, pipePrefetch), and the width of the
+// non-temporal stores (a whole vector of the kernel). The package uses it at init, and the bench
+// command prints the streaming threshold (Bytes) and the split's (Workers); nothing else of the
+// module needs it.
 package streamrule
 
 import "github.com/klauspost/cpuid/v2"

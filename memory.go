@@ -10,26 +10,26 @@ import "github.com/gosimd/rmsnorm/internal/streamrule"
 // cpuid, by the rule of internal/streamrule, with the measurements behind it) and memory_noasm.go.
 //
 // Prefetching (the generator, asm/amd64/kernel.go: prefetch, pfOffset): PREFETCHT0, in the scale
-// pass of a row, of the row after it (eight rows on for rows of at most 512 elements; on Zen 5
-// not for float32 rows of 8192 and longer out of place whose x stays in the L3, which the hardware
+// pass of a row, of the row after it (eight rows on for rows of at most 512 elements; on Zen 5 not
+// for float32 rows of 8192 and longer out of place whose x stays in the L3, which the hardware
 // prefetchers serve better, nor, on avx512, for float32 rows of 4096 and longer with a residual,
-// out of place, whose x is at most the streaming threshold: hardwareRows, streamrule.Hardware);
-// the sum pass of float32 rows prefetches nothing (but on the paths of Zen 3 below), that of
-// 16-bit rows two rows ahead. A float32 row of 4096, its weight and the next row are 48 KiB, Zen
-// 5's L1d; the sum pass used to prefetch two rows ahead as well, and dropping that measured, Zen 5, Forward, benchstat of six
-// interleaved runs: 16384x4096 -15% (avx512) and -26% (avx2), 2048x4096 -3% and -5%, 32768x128 and
-// 1x4096 unchanged. On Zen 4 (32 KiB of L1d) fewer rows in flight can only leave more of the cache
-// to the row being summed; it was not measured there. On Zen 3 the AVX2 kernel's pipe (flagPipe;
-// AVX-512's on Sapphire Rapids and Emerald Rapids) sums the next row inside the scale pass of the
-// row before, where it would otherwise prefetch it, so that memory is not
-// idle while a row is summed from the cache (streamrule.Pipe has the measurements); the pipe
-// prefetches that row 1 KiB ahead of its own loads (aheadBytes in the generator, with its
-// measurements). LayerNorm's pipe sums the next row's elements for its mean, and its centered
-// pass, which then reads that row from the cache, prefetches only the first 4 KiB of the row
-// after (pipePrefetch in the generator). On Zen 3 and Zen 5, streamed float32 rows of 64 and 128 (out
-// of place; on Zen 5 with the avx512 kernel up to 384) go one at a time through the one-row path's
-// streamed loop, whose sum pass prefetches 8 KiB ahead (rowsAheadBytes in the generator;
-// forwardRows sets flagRows on them beside these flags: setStreamFlags, streamrule.Rows).
+// out of place, whose x is at most the streaming threshold: hardwareRows, streamrule.Hardware); the
+// sum pass of float32 rows prefetches nothing (but on the paths of Zen 3 below), that of 16-bit
+// rows two rows ahead. A float32 row of 4096, its weight and the next row are 48 KiB, Zen 5's L1d;
+// the sum pass used to prefetch two rows ahead as well, and dropping that measured, Zen 5, Forward,
+// benchstat of six interleaved runs: 16384x4096 -15% (avx512) and -26% (avx2), 2048x4096 -3% and
+// -5%, 32768x128 and 1x4096 unchanged. On Zen 4 (32 KiB of L1d) fewer rows in flight can only leave
+// more of the cache to the row being summed; it was not measured there. On Zen 3 the AVX2 kernel's
+// pipe (flagPipe; AVX-512's on Sapphire Rapids and Emerald Rapids) sums the next row inside the
+// scale pass of the row before, where it would otherwise prefetch it, so that memory is not idle
+// while a row is summed from the cache (streamrule.Pipe has the measurements); the pipe prefetches
+// that row 1 KiB ahead of its own loads (aheadBytes in the generator, with its measurements).
+// LayerNorm's pipe sums the next row's elements for its mean, and its centered pass, which then
+// reads that row from the cache, prefetches only the first 4 KiB of the row after (pipePrefetch in
+// the generator). On Zen 3 and Zen 5, streamed float32 rows of 64 and 128 (out of place; on Zen 5
+// with the avx512 kernel up to 384) go one at a time through the one-row path's streamed loop,
+// whose sum pass prefetches 8 KiB ahead (rowsAheadBytes in the generator; forwardRows sets flagRows
+// on them beside these flags: setStreamFlags, streamrule.Rows).
 
 // setMemoryFlags picks how the kernels treat memory for the validated job:
 //   - rows that fill the cache come from memory, so the rows ahead are prefetched while a row is

@@ -551,11 +551,12 @@ func (g *gen) sumSquares(acc []VecVirtual, xr, rr GPVirtual) []VecVirtual {
 		// switched by a flag of a scratch build, alternated in one process, 25 rounds, min ns per
 		// row; neither, the sum pass's alone, the scale pass's alone, both): bfloat16 2048x4096
 		// 397-439, 296-333, 286-305, 271-302; 16384x4096 676-809, 466-623, 377-559, 359-592;
-		// float16 2048x4096 477, 317, 314, 285; 16384x4096 780, 578, 561, 556. LayerNorm's centered pass
-		// of float32 rows prefetches the next row, which the scale pass of float32 rows does for
-		// RMSNorm: between the scale passes of two rows, LayerNorm's two sum passes would
-		// otherwise leave memory idle for twice as long as RMSNorm's one (2048x4096 on a Zen 5,
-		// avx512: 1.84 -> 1.44 ms, against 1.22 ms for RMSNorm).
+		// float16 2048x4096 477, 317, 314, 285; 16384x4096 780, 578, 561, 556.
+		//
+		// LayerNorm's centered pass of float32 rows prefetches the next row, which the scale pass
+		// of float32 rows does for RMSNorm: between the scale passes of two rows, LayerNorm's two
+		// sum passes would otherwise leave memory idle for twice as long as RMSNorm's one
+		// (2048x4096 on a Zen 5, avx512: 1.84 -> 1.44 ms, against 1.22 ms for RMSNorm).
 		ahead := 2
 		if !g.in16() { // the centered pass, the one pass of float32 rows that gets here
 			ahead = 1

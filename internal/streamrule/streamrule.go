@@ -907,22 +907,21 @@ func (r HardwareRows) TakesResidual(d, b int) bool {
 // 2.1-2.4x that to 1.8-2.0x (issue 25 asks at most 2.1x). Beyond the threshold the runs split
 // (3072x4096 1355 -> 1280, 4096x4096 1293 -> 1120 and 1400 -> 1434, 6144x4096 1404 -> 1339), and
 // from 8192x4096 the prefetches pay: 1399 -> 1445 and 1537 -> 1704, 16384x4096 1477 -> 1599 and
-// 1497 -> 1620 (avx2 1430 -> 1639, 1444 -> 1676). Shorter rows lose without them: 8192x1024
-// 308 -> 338 (avx2 306 -> 365; 313 -> 292 and 313 -> 339 in the first run), 4096x2048 541 -> 609
-// (549 -> 636). A C model in the same hour
-// (gcc 12.2.0 -O2, AVX-512 intrinsics; pass 1 h = x + r stored back to r, pass 2 y non-temporal)
-// agreed at 2048x4096: with T0 prefetches of the next rows of x and r 1366-1481 ns, with T1
-// 1410-1494, without 1185-1231; storing h in pass 2 instead, non-temporal, recomputed from x and
-// r, was no faster (1456-1626, bench/results/amd-zen5-turin.txt). The bench command (-kernels avx512, its residual section, 500 ms,
-// the builds before and after in turn) agreed at 2048x4096: 1434.7 -> 1097.1, 1302.9 -> 1074.3,
-// 1291.4 -> 1219.1 (Forward 553-599 in the same runs); 512x8192 2421.9 -> 1814.9, 2119.1 ->
-// 1791.1, 2171.7 -> 1763.9; 16384x4096, which keeps its prefetches, 1868.0 -> 1514.3, 1508.5 ->
-// 1503.3, 1510.9 -> 1564.6. BenchmarkResidual (fused, 2048x4096, the test binaries in turn, 16
-// runs) 3.625 -> 3.345 ms (p=0.056). With the avx2 kernel the bench command split (2048x4096
-// 1327.8 -> 1419.3, 1236.3 -> 1596.7, 1563.7 -> 1244.5, 1348.0 -> 1306.8, 1304.8 -> 1202.9) and
-// BenchmarkResidual saw no change (3.110 -> 3.050 ms, p=0.49), so avx2 keeps its prefetches.
-// Rows into 16-bit ones or of 16 bits with a residual, and rows in place, were not measured and
-// keep them too.
+// 1497 -> 1620 (avx2 1430 -> 1639, 1444 -> 1676). Shorter rows lose without them: 8192x1024 308 ->
+// 338 (avx2 306 -> 365; 313 -> 292 and 313 -> 339 in the first run), 4096x2048 541 -> 609 (549 ->
+// 636). A C model in the same hour (gcc 12.2.0 -O2, AVX-512 intrinsics; pass 1 h = x + r stored
+// back to r, pass 2 y non-temporal) agreed at 2048x4096: with T0 prefetches of the next rows of x
+// and r 1366-1481 ns, with T1 1410-1494, without 1185-1231; storing h in pass 2 instead,
+// non-temporal, recomputed from x and r, was no faster (1456-1626,
+// bench/results/amd-zen5-turin.txt). The bench command (-kernels avx512, its residual section, 500
+// ms, the builds before and after in turn) agreed at 2048x4096: 1434.7 -> 1097.1, 1302.9 -> 1074.3,
+// 1291.4 -> 1219.1 (Forward 553-599 in the same runs); 512x8192 2421.9 -> 1814.9, 2119.1 -> 1791.1,
+// 2171.7 -> 1763.9; 16384x4096, which keeps its prefetches, 1868.0 -> 1514.3, 1508.5 -> 1503.3,
+// 1510.9 -> 1564.6. BenchmarkResidual (fused, 2048x4096, the test binaries in turn, 16 runs) 3.625
+// -> 3.345 ms (p=0.056). With the avx2 kernel the bench command split (2048x4096 1327.8 -> 1419.3,
+// 1236.3 -> 1596.7, 1563.7 -> 1244.5, 1348.0 -> 1306.8, 1304.8 -> 1202.9) and BenchmarkResidual saw
+// no change (3.110 -> 3.050 ms, p=0.49), so avx2 keeps its prefetches. Rows into 16-bit ones or of
+// 16 bits with a residual, and rows in place, were not measured and keep them too.
 func Hardware(c CPU, wide bool) HardwareRows {
 	if !zen5(c) {
 		return HardwareRows{}

@@ -370,8 +370,9 @@ func TestNextResidualFlag(t *testing.T) {
 // (flagNT without flagPF): streamed float32 rows out of place, not LayerNorm's, back to back, that
 // their kernel's rule in hardwareRows takes by the row length and the bytes of x (the avx512
 // kernel's [1], avx2's [0]; none for generic and neon), into float32, or into 16-bit rows where
-// the rule says To16; with a residual, into float32 by the rule's Residual bounds, flagNext
-// cleared with flagPF; every other streamed job keeps flagPF.
+// the rule says To16; into float32 by the row length alone from the rule's Long; with a
+// residual, into float32 by the rule's Residual bounds, flagNext cleared with flagPF; every other
+// streamed job keeps flagPF.
 func TestHardwareFlag(t *testing.T) {
 	saved, savedHardware, savedNextRes := streamBytes, hardwareRows, nextResidual
 	defer func() { streamBytes, hardwareRows, nextResidual = saved, savedHardware, savedNextRes }()
@@ -397,6 +398,14 @@ func TestHardwareFlag(t *testing.T) {
 		{name: "rows shorter than the rule's", d: d - 65, f: formatF32, k: kernelAVX512},
 		{name: "the avx2 kernel's rows shorter than its rule's", d: d, f: formatF32, k: kernelAVX2},
 		{name: "x beyond the rule's bytes", d: d, f: formatF32, k: kernelAVX512, bytes: xBytes - 1},
+		{name: "rows of the rule's Long, x beyond its bytes", d: d + 64, f: formatF32, k: kernelAVX512, bytes: xBytes - 1, want: true},
+		{name: "rows shorter than the rule's Long, x beyond its bytes", d: d + 63, f: formatF32, k: kernelAVX512, bytes: xBytes - 1},
+		{name: "the avx2 kernel's Long, x beyond its bytes", d: 3 * d, f: formatF32, k: kernelAVX2, want: true},
+		{name: "into bfloat16, rows of Long, x beyond the bytes", d: d + 64, f: formatToBF16, k: kernelAVX512, bytes: xBytes - 1},
+		{name: "a residual, rows of Long, x beyond the bytes", d: d + 64, f: formatF32, k: kernelAVX512, residual: true, bytes: xBytes - 1},
+		{name: "in place, rows of Long", d: d + 64, f: formatF32, k: kernelAVX512, inPlace: true},
+		{name: "rows of Long a stride apart", d: d + 64, f: formatF32, k: kernelAVX512, stride: d + 128, bytes: xBytes - 1},
+		{name: "LayerNorm (Center), rows of Long", d: d + 64, f: formatF32, k: kernelAVX512, center: true, bytes: xBytes - 1},
 		{name: "a residual", d: d, f: formatF32, k: kernelAVX512, residual: true, want: true},
 		{name: "a residual, rows of the rule's shortest", d: d - 128, f: formatF32, k: kernelAVX512, residual: true, want: true},
 		{name: "a residual, rows shorter than the rule's", d: d - 129, f: formatF32, k: kernelAVX512, residual: true},
@@ -451,11 +460,12 @@ func TestHardwareFlag(t *testing.T) {
 		}
 		// avx2's rule takes rows of 2d, so that its cases and those of the kernels without a rule
 		// (2d too) tell the two apart; the residual's bounds differ from the others' (d - 128).
-		wide := streamrule.HardwareRows{From: d - 64, Bytes: bytes, To16: true, Residual: d - 128, ResidualBytes: bytes}
+		// Long: d + 64 for avx512, 3d for avx2, whose Bytes (xBytes) rows of 3d exceed.
+		wide := streamrule.HardwareRows{From: d - 64, Bytes: bytes, To16: true, Long: d + 64, Residual: d - 128, ResidualBytes: bytes}
 		if c.residual {
 			wide.Bytes = xBytes - 1 // a residual's call is bounded by ResidualBytes alone
 		}
-		hardwareRows = [2]streamrule.HardwareRows{{From: 2 * d, Bytes: math.MaxInt, Residual: 2 * d, ResidualBytes: math.MaxInt}, wide}
+		hardwareRows = [2]streamrule.HardwareRows{{From: 2 * d, Bytes: xBytes * 2, Long: 3 * d, Residual: 2 * d, ResidualBytes: math.MaxInt}, wide}
 		j.setMemoryFlags()
 		if got := j.flags&(flagNT|flagPF) == flagNT; got != c.want {
 			t.Errorf("%s: flagNT without flagPF %v, want %v (flags %#x)", c.name, got, c.want, j.flags)

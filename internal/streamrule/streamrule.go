@@ -792,18 +792,24 @@ func NextResidual(c CPU) (lo, hi int) {
 // ApplyToBF16 and ApplyToF16) are left to the hardware prefetchers: the loop
 // that scales a row with non-temporal stores does not prefetch the next row, as it does for every
 // other streamed row (flagNT without flagPF). A call of rows of d whose x takes b bytes is left to
-// them when From > 0, d >= From and b <= Bytes. RMSNorm's float32 rows with a residual, out of
-// place, are left to them under Residual and ResidualBytes the same way: the scale pass then
-// prefetches neither the next row of the residual nor that of x (flagNext). The zero
-// HardwareRows takes none.
+// them when From > 0, d >= From and b <= Bytes, and a call of float32 rows into float32 ones
+// whatever b when Long > 0 and d >= Long. RMSNorm's float32 rows with a residual, out of place,
+// are left to them under Residual and ResidualBytes the same way: the scale pass then prefetches
+// neither the next row of the residual nor that of x (flagNext). The zero HardwareRows takes none.
 type HardwareRows struct {
 	From, Bytes             int
 	To16                    bool
+	Long                    int
 	Residual, ResidualBytes int
 }
 
-// Takes reports whether a call of rows of d whose x takes b bytes is left to the hardware under r.
+// Takes reports whether a call of rows of d whose x takes b bytes is left to the hardware under r
+// by From and Bytes (Long aside: TakesLong).
 func (r HardwareRows) Takes(d, b int) bool { return r.From > 0 && d >= r.From && b <= r.Bytes }
+
+// TakesLong reports whether a call of float32 rows of d into float32 ones is left to the hardware
+// under r whatever the bytes of x.
+func (r HardwareRows) TakesLong(d int) bool { return r.Long > 0 && d >= r.Long }
 
 // TakesResidual is Takes for a call with a residual.
 func (r HardwareRows) TakesResidual(d, b int) bool {
@@ -819,7 +825,10 @@ func (r HardwareRows) TakesResidual(d, b int) bool {
 // whole are two L1ds or more, x comes back from the L3 from one call to the next, and there the
 // prefetches cost more than they bring; from memory they pay, as they do for shorter rows. The
 // calls whose x is the whole L3 (1024x8192) measured even, those of three quarters of it
-// (768x8192, 512x12288, 384x16384) faster.
+// (768x8192, 512x12288, 384x16384) faster. Rows of 16384 and longer with the avx512 kernel, and
+// of 12288 and longer with the avx2 one, into float32, are left to them from memory too (Long),
+// likely because a row of 64 KiB or more prefetched whole into a 48 KiB L1d pushes out lines the
+// row's own scale pass is about to read (the VM has no performance counters to tell).
 //
 // Measured on the Zen 5 of Next (L1d 48 KiB, L2 1 MiB, L3 32 MiB, which this VM's cpuid did not
 // report: its threshold was Fallback, 32 MiB), 2026-12-06, Forward out of
@@ -850,6 +859,32 @@ func (r HardwareRows) TakesResidual(d, b int) bool {
 // The avx2 kernel, x within the L3: 512x8192 1.021, 1.107; 768x8192 1.099, 1.026; 1024x8192
 // 1.028; 640x10240 1.011; 512x12288 0.910, 0.866; 256x16384 0.899, 0.893; 384x16384 0.860,
 // 0.929; 128x32768 0.888; and beyond it 2048x8192 1.066.
+//
+// Long rows beyond three quarters of the threshold, measured again on a Zen 5 (family 26 model
+// 2, 2 vCPUs, no L3 reported: Bytes 24 MiB), 2026-12-07, the same way (a scratch test: Bytes
+// raised past every call against the rule as it was, 21 rounds in turn, the order rotated; the
+// median of the rounds' off/on ratios), runs apart; the VM's medians 10-30% above its best
+// rounds:
+//
+//	            avx512                                       avx2
+//	256x32768   0.911, 0.884, 0.938, 0.873, 0.847, 0.867     0.760, 0.844, 0.760
+//	512x32768   0.900, 0.902, 0.906, 0.974, 0.925, 1.048     0.870, 0.977
+//	768x16384   0.883                                        0.838
+//	1024x16384  0.924, 0.898, 0.973, 0.900, 0.921, 0.973     0.881, 0.929
+//	2048x16384  0.930, 0.940, 1.041, 0.998, 0.990, 1.024,    0.940, 1.104, 0.893
+//	            1.042
+//	1024x12288  0.960, 0.922, 0.968, 0.942                   0.837, 0.934
+//	2048x12288  0.929, 1.025, 1.047, 0.985                   0.915, 0.864, 0.958
+//
+// and avx512 at 8192, 1536x8192 1.006, 2048x8192 1.019. The ratios above 1 came in the slower runs
+// (512x32768 at 9419 ns a row against 6622-7067 in the others), as did the day before's
+// (1024x12288 1.069, 2048x12288 1.047, 1024x16384 0.967, 512x32768 1.052 above). Of this day's 37
+// ratios at 16384 and longer, 32 are below 1, and x of 128 MiB (2048x16384) came out even with
+// avx512 (median 0.998). So Long is 16384 for avx512 (12288 left as it was) and 12288 for avx2
+// (every row its From takes); 8192 keeps its bound. In bench-anchors the same hour, with the rule
+// as it was, the best C variant at these shapes prefetched nothing (c_avx512_ntstore) or the row
+// two ahead spread over the sum pass (c_avx2_pf2), and ours took 1.11x and 1.18x its time
+// (1024x16384), and 1.16x twice (256x32768), in two runs.
 //
 // Float32 rows into 16-bit ones (Norm.ApplyToBF16 and ApplyToF16, x within three quarters of the
 // threshold; x and dst together stream from 32 MiB, so 768x8192 is the shortest batch of 8192):
@@ -929,9 +964,9 @@ func Hardware(c CPU, wide bool) HardwareRows {
 	all, _ := Bytes(c)
 	b := all / 4 * 3
 	if wide {
-		return HardwareRows{From: 8192, Bytes: b, To16: true, Residual: 4096, ResidualBytes: all}
+		return HardwareRows{From: 8192, Bytes: b, To16: true, Long: 16384, Residual: 4096, ResidualBytes: all}
 	}
-	return HardwareRows{From: 12288, Bytes: b}
+	return HardwareRows{From: 12288, Bytes: b, Long: 12288}
 }
 
 // BackwardPipe reports whether the AVX2 backward kernel pipes streamed rows on c (FlagPipe on a

@@ -98,10 +98,10 @@ func TestBytes(t *testing.T) {
 			t.Errorf("%s: GroupsF32(%+v) = %+v; want %+v", c.name, c.cpu, g, wantF32)
 		}
 		wantHW, wantHWWide := HardwareRows{}, HardwareRows{}
-		if wantGroups != 0 { // Zen 5: x within 3/4 of the threshold (c.want: the L3, or Fallback)
+		if wantGroups != 0 { // Zen 5: x within 3/4 of the threshold (c.want: the L3, or Fallback), or long rows
 			b := c.want / 4 * 3
-			wantHW = HardwareRows{From: 12288, Bytes: b}
-			wantHWWide = HardwareRows{From: 8192, Bytes: b, To16: true, Residual: 4096, ResidualBytes: c.want}
+			wantHW = HardwareRows{From: 12288, Bytes: b, Long: 12288}
+			wantHWWide = HardwareRows{From: 8192, Bytes: b, To16: true, Long: 16384, Residual: 4096, ResidualBytes: c.want}
 		}
 		if h := Hardware(c.cpu, false); h != wantHW {
 			t.Errorf("%s: Hardware(%+v, false) = %+v; want %+v", c.name, c.cpu, h, wantHW)
@@ -207,10 +207,11 @@ func TestF32GroupsTakes(t *testing.T) {
 	}
 }
 
-// Takes reads From and Bytes alone, TakesResidual Residual and ResidualBytes alone.
+// Takes reads From and Bytes alone, TakesLong Long alone, TakesResidual Residual and
+// ResidualBytes alone.
 func TestHardwareRowsTakes(t *testing.T) {
 	const mib = 1 << 20
-	zen5 := HardwareRows{From: 8192, Bytes: 32 * mib}
+	zen5 := HardwareRows{From: 8192, Bytes: 32 * mib, Long: 16384}
 	res := HardwareRows{Residual: 4096, ResidualBytes: 32 * mib}
 	for _, c := range []struct {
 		r        HardwareRows
@@ -237,6 +238,22 @@ func TestHardwareRowsTakes(t *testing.T) {
 		}
 		if got := takes(c.d, c.b); got != c.takes {
 			t.Errorf("%+v.%s(%d, %d) = %v; want %v", c.r, name, c.d, c.b, got, c.takes)
+		}
+	}
+	for _, c := range []struct {
+		r     HardwareRows
+		d     int
+		takes bool
+	}{
+		{zen5, 16384, true},
+		{zen5, 32768, true},
+		{zen5, 16383, false},
+		{HardwareRows{From: 8192, Bytes: 32 * mib}, 1 << 30, false}, // Long 0: none
+		{res, 16384, false},
+		{HardwareRows{}, 16384, false},
+	} {
+		if got := c.r.TakesLong(c.d); got != c.takes {
+			t.Errorf("%+v.TakesLong(%d) = %v; want %v", c.r, c.d, got, c.takes)
 		}
 	}
 }

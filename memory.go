@@ -44,8 +44,9 @@ import "github.com/gosimd/rmsnorm/internal/streamrule"
 //   - on Zen 5, streamed float32 rows out of place, back to back (RMSNorm's, into float32, and on
 //     avx512 into 16-bit rows too) that hardwareRows takes (long rows whose x stays in the L3,
 //     and into float32 still longer ones wherever x is; on avx512, rows of 4096 and longer with
-//     a residual, into float32, whose x is at most the threshold) take flagNT without flagPF or flagNext: the scale pass leaves the next rows to
-//     the hardware prefetchers (leftToHardware; streamrule.Hardware has the measurements);
+//     a residual, into float32, whose x is at most the threshold) take flagNT without flagPF or
+//     flagNext: the scale pass leaves the next rows to the hardware prefetchers (leftToHardware;
+//     streamrule.Hardware has the measurements);
 //   - on Zen 3, streamed float32 rows (out of place) also take the AVX2 kernel's pipe (pipes):
 //     into float32 rows, and into float16 ones (without RoundNormalized) when they are longer
 //     than streamrule.PipeMinTo16; so do float16 rows into float16 ones (without
@@ -80,9 +81,8 @@ func (j *job) setMemoryFlags() {
 // stride apart keep flagPF: see setMemoryFlags), that its kernel's rule in hardwareRows takes by
 // their length and the bytes of x: into float32, and into 16-bit rows where the rule says To16;
 // into float32 by their length alone too, from the rule's Long; with a residual, float32 rows
-// into float32 by the rule's Residual bounds. The rule is the
-// assembly kernels' (the functions that choose their non-temporal loops by flagPF); the generic
-// kernel keeps flagPF for touchRow.
+// into float32 by the rule's Residual bounds. The rule is the assembly kernels' (the functions
+// that choose their non-temporal loops by flagPF); the generic kernel keeps flagPF for touchRow.
 func (j *job) leftToHardware() bool {
 	if j.format.in() != formatF32 || j.layer() || j.stride != j.d {
 		return false

@@ -401,6 +401,7 @@ func TestHardwareFlag(t *testing.T) {
 		{name: "rows of the rule's Long, x beyond its bytes", d: d + 64, f: formatF32, k: kernelAVX512, bytes: xBytes - 1, want: true},
 		{name: "rows shorter than the rule's Long, x beyond its bytes", d: d + 63, f: formatF32, k: kernelAVX512, bytes: xBytes - 1},
 		{name: "the avx2 kernel's Long, x beyond its bytes", d: 3 * d, f: formatF32, k: kernelAVX2, want: true},
+		{name: "the avx2 kernel's rows shorter than its Long, x beyond its bytes", d: 2*d + 64, f: formatF32, k: kernelAVX2},
 		{name: "into bfloat16, rows of Long, x beyond the bytes", d: d + 64, f: formatToBF16, k: kernelAVX512, bytes: xBytes - 1},
 		{name: "a residual, rows of Long, x beyond the bytes", d: d + 64, f: formatF32, k: kernelAVX512, residual: true, bytes: xBytes - 1},
 		{name: "in place, rows of Long", d: d + 64, f: formatF32, k: kernelAVX512, inPlace: true},
@@ -460,7 +461,7 @@ func TestHardwareFlag(t *testing.T) {
 		}
 		// avx2's rule takes rows of 2d, so that its cases and those of the kernels without a rule
 		// (2d too) tell the two apart; the residual's bounds differ from the others' (d - 128).
-		// Long: d + 64 for avx512, 3d for avx2, whose Bytes (xBytes) rows of 3d exceed.
+		// Long: d + 64 for avx512, 3d for avx2, whose Bytes (2*xBytes) rows longer than 2d exceed.
 		wide := streamrule.HardwareRows{From: d - 64, Bytes: bytes, To16: true, Long: d + 64, Residual: d - 128, ResidualBytes: bytes}
 		if c.residual {
 			wide.Bytes = xBytes - 1 // a residual's call is bounded by ResidualBytes alone

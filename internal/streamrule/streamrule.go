@@ -827,7 +827,7 @@ func (r HardwareRows) TakesResidual(d, b int) bool {
 // calls whose x is the whole L3 (1024x8192) measured even, those of three quarters of it
 // (768x8192, 512x12288, 384x16384) faster. Rows of 16384 and longer with the avx512 kernel, and
 // of 12288 and longer with the avx2 one, into float32, are left to them from memory too (Long),
-// likely because a row of 64 KiB or more prefetched whole into a 48 KiB L1d pushes out lines the
+// likely because a row of 48 KiB or more prefetched whole into a 48 KiB L1d pushes out lines the
 // row's own scale pass is about to read (the VM has no performance counters to tell).
 //
 // Measured on the Zen 5 of Next (L1d 48 KiB, L2 1 MiB, L3 32 MiB, which this VM's cpuid did not

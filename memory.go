@@ -12,7 +12,7 @@ import "github.com/gosimd/rmsnorm/internal/streamrule"
 // Prefetching (the generator, asm/amd64/kernel.go: prefetch, pfOffset): PREFETCHT0, in the scale
 // pass of a row, of the row after it (eight rows on for rows of at most 512 elements; on Zen 5 not
 // for float32 rows of 8192 and longer out of place whose x stays in the L3, nor for those of 16384
-// and longer (avx2: 12288) into float32 wherever x is, which the hardware prefetchers serve
+// and longer (avx2: 12288, into float32 alone) wherever x is, which the hardware prefetchers serve
 // better, nor, on avx512, for float32 rows of 4096 and longer with a residual, out of place,
 // whose x is at most the streaming threshold: hardwareRows, streamrule.Hardware); the
 // sum pass of float32 rows prefetches nothing (but on the paths of Zen 3 below), that of 16-bit
@@ -43,7 +43,7 @@ import "github.com/gosimd/rmsnorm/internal/streamrule"
 //     takes them (below);
 //   - on Zen 5, streamed float32 rows out of place, back to back (RMSNorm's, into float32, and on
 //     avx512 into 16-bit rows too) that hardwareRows takes (long rows whose x stays in the L3,
-//     and into float32 still longer ones wherever x is; on avx512, rows of 4096 and longer with
+//     and still longer ones wherever x is; on avx512, rows of 4096 and longer with
 //     a residual, into float32, whose x is at most the threshold) take flagNT without flagPF or
 //     flagNext: the scale pass leaves the next rows to the hardware prefetchers (leftToHardware;
 //     streamrule.Hardware has the measurements);
@@ -79,9 +79,9 @@ func (j *job) setMemoryFlags() {
 // leftToHardware reports whether the streamed job j, out of place, leaves its rows to the hardware
 // prefetchers (flagNT without flagPF or flagNext): RMSNorm's float32 rows, back to back (rows a
 // stride apart keep flagPF: see setMemoryFlags), that its kernel's rule in hardwareRows takes by
-// their length and the bytes of x: into float32, and into 16-bit rows where the rule says To16;
-// into float32 by their length alone too, from the rule's Long; with a residual, float32 rows
-// into float32 by the rule's Residual bounds. The rule is the assembly kernels' (the functions
+// their length and the bytes of x, or by their length alone from the rule's Long: into float32,
+// and into 16-bit rows where the rule says To16; with a residual, float32 rows into float32 by
+// the rule's Residual bounds. The rule is the assembly kernels' (the functions
 // that choose their non-temporal loops by flagPF); the generic kernel keeps flagPF for touchRow.
 func (j *job) leftToHardware() bool {
 	if j.format.in() != formatF32 || j.layer() || j.stride != j.d {
@@ -91,10 +91,7 @@ func (j *job) leftToHardware() bool {
 	if j.res != nil {
 		return j.format == formatF32 && r.TakesResidual(j.d, j.rows*j.d*4)
 	}
-	if j.format == formatF32 && r.TakesLong(j.d) {
-		return true
-	}
-	return (j.format == formatF32 || r.To16) && r.Takes(j.d, j.rows*j.d*4)
+	return (j.format == formatF32 || r.To16) && (r.TakesLong(j.d) || r.Takes(j.d, j.rows*j.d*4))
 }
 
 // hardwareOf returns kernel k's rule in hardwareRows: [1] for the avx512 kernel, [0] for avx2, and

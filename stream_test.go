@@ -370,8 +370,8 @@ func TestNextResidualFlag(t *testing.T) {
 // (flagNT without flagPF): streamed float32 rows out of place, not LayerNorm's, back to back, that
 // their kernel's rule in hardwareRows takes by the row length and the bytes of x (the avx512
 // kernel's [1], avx2's [0]; none for generic and neon), into float32, or into 16-bit rows where
-// the rule says To16; into float32 by the row length alone from the rule's Long; with a
-// residual, into float32 by the rule's Residual bounds, flagNext cleared with flagPF; every other
+// the rule says To16 (or, from the rule's Long, by the row length alone); with a residual,
+// into float32 by the rule's Residual bounds, flagNext cleared with flagPF; every other
 // streamed job keeps flagPF.
 func TestHardwareFlag(t *testing.T) {
 	saved, savedHardware, savedNextRes := streamBytes, hardwareRows, nextResidual
@@ -402,7 +402,11 @@ func TestHardwareFlag(t *testing.T) {
 		{name: "rows shorter than the rule's Long, x beyond its bytes", d: d + 63, f: formatF32, k: kernelAVX512, bytes: xBytes - 1},
 		{name: "the avx2 kernel's Long, x beyond its bytes", d: 3 * d, f: formatF32, k: kernelAVX2, want: true},
 		{name: "the avx2 kernel's rows shorter than its Long, x beyond its bytes", d: 2*d + 64, f: formatF32, k: kernelAVX2},
-		{name: "into bfloat16, rows of Long, x beyond the bytes", d: d + 64, f: formatToBF16, k: kernelAVX512, bytes: xBytes - 1},
+		{name: "into bfloat16, rows of Long, x beyond the bytes", d: d + 64, f: formatToBF16, k: kernelAVX512, bytes: xBytes - 1, want: true},
+		{name: "into float16, rows of Long, x beyond the bytes", d: d + 64, f: formatToF16, k: kernelAVX512, bytes: xBytes - 1, want: true},
+		{name: "into float16, rows shorter than Long, x beyond the bytes", d: d + 63, f: formatToF16, k: kernelAVX512, bytes: xBytes - 1},
+		{name: "into bfloat16 on a rule without To16, rows of its Long", d: 3 * d, f: formatToBF16, k: kernelAVX2},
+		{name: "bfloat16 rows, rows of Long", d: d + 64, f: formatBF16, k: kernelAVX512, bytes: xBytes - 1},
 		{name: "a residual, rows of Long, x beyond the bytes", d: d + 64, f: formatF32, k: kernelAVX512, residual: true, bytes: xBytes - 1},
 		{name: "in place, rows of Long", d: d + 64, f: formatF32, k: kernelAVX512, inPlace: true},
 		{name: "rows of Long a stride apart", d: d + 64, f: formatF32, k: kernelAVX512, stride: d + 128, bytes: xBytes - 1},

@@ -792,8 +792,8 @@ func NextResidual(c CPU) (lo, hi int) {
 // ApplyToBF16 and ApplyToF16) are left to the hardware prefetchers: the loop
 // that scales a row with non-temporal stores does not prefetch the next row, as it does for every
 // other streamed row (flagNT without flagPF). A call of rows of d whose x takes b bytes is left to
-// them when From > 0, d >= From and b <= Bytes, and a call of float32 rows into float32 ones
-// whatever b when Long > 0 and d >= Long. RMSNorm's float32 rows with a residual, out of place,
+// them when From > 0, d >= From and b <= Bytes, or whatever b when Long > 0 and d >= Long (into
+// float32, and into 16-bit rows with To16, either way). RMSNorm's float32 rows with a residual, out of place,
 // are left to them under Residual and ResidualBytes the same way: the scale pass then prefetches
 // neither the next row of the residual nor that of x (flagNext). The zero HardwareRows takes none.
 type HardwareRows struct {
@@ -807,8 +807,8 @@ type HardwareRows struct {
 // by From and Bytes (Long aside: TakesLong).
 func (r HardwareRows) Takes(d, b int) bool { return r.From > 0 && d >= r.From && b <= r.Bytes }
 
-// TakesLong reports whether a call of float32 rows of d into float32 ones is left to the hardware
-// under r whatever the bytes of x.
+// TakesLong reports whether a call of rows of d is left to the hardware under r whatever the bytes
+// of x (into float32, and into 16-bit rows with To16).
 func (r HardwareRows) TakesLong(d int) bool { return r.Long > 0 && d >= r.Long }
 
 // TakesResidual is Takes for a call with a residual.
@@ -825,10 +825,11 @@ func (r HardwareRows) TakesResidual(d, b int) bool {
 // whole are two L1ds or more, x comes back from the L3 from one call to the next, and there the
 // prefetches cost more than they bring; from memory they pay, as they do for shorter rows. The
 // calls whose x is the whole L3 (1024x8192) measured even, those of three quarters of it
-// (768x8192, 512x12288, 384x16384) faster. Rows of 16384 and longer with the avx512 kernel, and
-// of 12288 and longer with the avx2 one, into float32, are left to them from memory too (Long),
-// likely because a row of 48 KiB or more prefetched whole into a 48 KiB L1d pushes out lines the
-// row's own scale pass is about to read (the VM has no performance counters to tell).
+// (768x8192, 512x12288, 384x16384) faster. Rows of 16384 and longer with the avx512 kernel (into
+// float32 or 16-bit rows), and of 12288 and longer with the avx2 one (into float32), are left to
+// them from memory too (Long), likely because a row of 48 KiB or more prefetched whole into a
+// 48 KiB L1d pushes out lines the row's own scale pass is about to read (the VM has no
+// performance counters to tell).
 //
 // Measured on the Zen 5 of Next (L1d 48 KiB, L2 1 MiB, L3 32 MiB, which this VM's cpuid did not
 // report: its threshold was Fallback, 32 MiB), 2026-12-06, Forward out of
@@ -885,6 +886,21 @@ func (r HardwareRows) TakesResidual(d, b int) bool {
 // as it was, the best C variant at these shapes prefetched nothing (c_avx512_ntstore) or the row
 // two ahead spread over the sum pass (c_avx2_pf2), and ours took 1.11x and 1.18x its time
 // (1024x16384), and 1.16x twice (256x32768), in two runs.
+//
+// Rows into 16-bit ones (avx512, To16) from memory, measured the same way the same day (Bytes
+// and ResidualBytes raised against the rule as it was, Norm.ApplyToBF16 and ApplyToF16):
+//
+//	            tobf16                                       tof16
+//	256x32768   0.794, 0.791, 0.795                          0.743, 0.758, 0.820
+//	512x32768   0.845, 0.797                                 0.813, 0.794
+//	768x16384   0.843                                        0.796
+//	1024x16384  0.846, 0.884, 0.954                          0.813, 0.838, 0.805
+//	2048x16384  0.971, 0.941, 1.292, 0.873, 0.876            0.919, 0.912, 0.944
+//
+// (the 1.292 a run whose rounds without the prefetch had a noisy median: their best was 9% under
+// the rule's), so Long takes them too. Rows with a residual (Apply, whose bounds are Residual and
+// ResidualBytes) came out even or slower without the prefetches (256x32768 0.998, 512x32768
+// 1.014, 1024x16384 1.033, 2048x16384 1.019) and keep them.
 //
 // Float32 rows into 16-bit ones (Norm.ApplyToBF16 and ApplyToF16, x within three quarters of the
 // threshold; x and dst together stream from 32 MiB, so 768x8192 is the shortest batch of 8192):

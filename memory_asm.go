@@ -80,15 +80,15 @@ var nextRows = span(streamrule.Next(streamrule.Host()))
 // variable so that tests can run the kernels both ways.
 var nextResidual = span(streamrule.NextResidual(streamrule.Host()))
 
-// hardwareRows are the rules that say which streamed calls of float32 rows out of place
-// (RMSNorm's) are left to the hardware prefetchers: flagNT without flagPF or flagNext (see
-// setMemoryFlags, leftToHardware), as streamrule.Hardware decides from cpuid: [1] for the avx512
-// kernel, [0] for avx2 (hardwareOf); on Zen 5, rows of 8192 (avx512, into float32 or 16-bit rows)
-// or 12288 (avx2, into float32) and longer whose x takes at most three quarters of the streaming
-// threshold (the L3, or streamrule.Fallback), rows of 16384 (avx512, into float32 or 16-bit rows)
-// or 12288 (avx2, into float32) and longer wherever x is (Long), and with a residual (avx512, into float32) rows of 4096 and
-// longer whose x takes at most the threshold; none elsewhere. A variable so that tests can run the
-// kernels both ways.
+// hardwareRows are the rules that say which streamed calls of float32 rows out of place (RMSNorm's)
+// are left to the hardware prefetchers: flagNT without flagPF or flagNext (see setMemoryFlags,
+// leftToHardware), as streamrule.Hardware decides from cpuid: [1] for the avx512 kernel, [0] for
+// avx2 (hardwareOf); on Zen 5, rows of 8192 (avx512, into float32 or 16-bit rows) or 12288 (avx2,
+// into float32) and longer whose x takes at most three quarters of the streaming threshold (the L3,
+// or streamrule.Fallback), rows of 16384 (avx512, into float32 or 16-bit rows) or 12288 (avx2, into
+// float32) and longer wherever x is (Long), and with a residual (avx512, into float32) rows of 4096
+// and longer whose x takes at most the threshold; none elsewhere. A variable so that tests can run
+// the kernels both ways.
 var hardwareRows = [2]streamrule.HardwareRows{
 	streamrule.Hardware(streamrule.Host(), false),
 	streamrule.Hardware(streamrule.Host(), true),

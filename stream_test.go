@@ -406,6 +406,7 @@ func TestHardwareFlag(t *testing.T) {
 		{name: "into float16, rows of Long, x beyond the bytes", d: d + 64, f: formatToF16, k: kernelAVX512, bytes: xBytes - 1, want: true},
 		{name: "into float16, rows shorter than Long, x beyond the bytes", d: d + 63, f: formatToF16, k: kernelAVX512, bytes: xBytes - 1},
 		{name: "into bfloat16 on a rule without To16, rows of its Long", d: 3 * d, f: formatToBF16, k: kernelAVX2},
+		{name: "into bfloat16 with a residual, rows of Long, x beyond the bytes", d: d + 64, f: formatToBF16, k: kernelAVX512, residual: true, bytes: xBytes - 1},
 		{name: "bfloat16 rows, rows of Long", d: d + 64, f: formatBF16, k: kernelAVX512, bytes: xBytes - 1},
 		{name: "a residual, rows of Long, x beyond the bytes", d: d + 64, f: formatF32, k: kernelAVX512, residual: true, bytes: xBytes - 1},
 		{name: "in place, rows of Long", d: d + 64, f: formatF32, k: kernelAVX512, inPlace: true},

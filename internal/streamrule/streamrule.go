@@ -787,14 +787,14 @@ func NextResidual(c CPU) (lo, hi int) {
 	return 1, 0
 }
 
-// HardwareRows says which streamed calls of float32 rows out of place (RMSNorm's: into float32,
-// the function of Forward and Norm.Apply, and with To16 into bfloat16 or float16 too, that of
-// ApplyToBF16 and ApplyToF16) are left to the hardware prefetchers: the loop
-// that scales a row with non-temporal stores does not prefetch the next row, as it does for every
-// other streamed row (flagNT without flagPF). A call of rows of d whose x takes b bytes is left to
-// them when From > 0, d >= From and b <= Bytes, or whatever b when Long > 0 and d >= Long (into
-// float32, and into 16-bit rows with To16, either way). RMSNorm's float32 rows with a residual, out of place,
-// are left to them under Residual and ResidualBytes the same way: the scale pass then prefetches
+// HardwareRows says which streamed calls of float32 rows out of place (RMSNorm's: into float32, the
+// function of Forward and Norm.Apply, and with To16 into bfloat16 or float16 too, that of
+// ApplyToBF16 and ApplyToF16) are left to the hardware prefetchers: the loop that scales a row with
+// non-temporal stores does not prefetch the next row, as it does for every other streamed row
+// (flagNT without flagPF). A call of rows of d whose x takes b bytes is left to them when From > 0,
+// d >= From and b <= Bytes, or whatever b when Long > 0 and d >= Long (into float32, and into
+// 16-bit rows with To16, either way). RMSNorm's float32 rows with a residual, out of place, are
+// left to them under Residual and ResidualBytes the same way: the scale pass then prefetches
 // neither the next row of the residual nor that of x (flagNext). The zero HardwareRows takes none.
 type HardwareRows struct {
 	From, Bytes             int

@@ -91,7 +91,7 @@ func (j *job) leftToHardware() bool {
 	if j.res != nil {
 		return j.format == formatF32 && r.TakesResidual(j.d, j.rows*j.d*4)
 	}
-	return (j.format == formatF32 || r.To16) && (r.TakesLong(j.d) || r.Takes(j.d, j.rows*j.d*4))
+	return (j.format == formatF32 || r.To16) && r.Takes(j.d, j.rows*j.d*4)
 }
 
 // hardwareOf returns kernel k's rule in hardwareRows: [1] for the avx512 kernel, [0] for avx2, and

@@ -803,13 +803,11 @@ type HardwareRows struct {
 	Residual, ResidualBytes int
 }
 
-// Takes reports whether a call of rows of d whose x takes b bytes is left to the hardware under r
-// by From and Bytes (Long aside: TakesLong).
-func (r HardwareRows) Takes(d, b int) bool { return r.From > 0 && d >= r.From && b <= r.Bytes }
-
-// TakesLong reports whether a call of rows of d is left to the hardware under r whatever the bytes
-// of x (into float32, and into 16-bit rows with To16).
-func (r HardwareRows) TakesLong(d int) bool { return r.Long > 0 && d >= r.Long }
+// Takes reports whether a call of rows of d whose x takes b bytes is left to the hardware under r:
+// by From and Bytes, or by Long alone.
+func (r HardwareRows) Takes(d, b int) bool {
+	return r.From > 0 && d >= r.From && b <= r.Bytes || r.Long > 0 && d >= r.Long
+}
 
 // TakesResidual is Takes for a call with a residual.
 func (r HardwareRows) TakesResidual(d, b int) bool {

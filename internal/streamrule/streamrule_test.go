@@ -207,11 +207,12 @@ func TestF32GroupsTakes(t *testing.T) {
 	}
 }
 
-// Takes reads From and Bytes alone, TakesLong Long alone, TakesResidual Residual and
+// Takes reads From and Bytes, and Long, whatever the bytes; TakesResidual Residual and
 // ResidualBytes alone.
 func TestHardwareRowsTakes(t *testing.T) {
-	const mib = 1 << 20
-	zen5 := HardwareRows{From: 8192, Bytes: 32 * mib, Long: 16384}
+	const mib, huge = 1 << 20, 1 << 40
+	zen5 := HardwareRows{From: 8192, Bytes: 32 * mib}
+	long := HardwareRows{From: 8192, Bytes: 32 * mib, Long: 16384}
 	res := HardwareRows{Residual: 4096, ResidualBytes: 32 * mib}
 	for _, c := range []struct {
 		r        HardwareRows
@@ -231,6 +232,15 @@ func TestHardwareRowsTakes(t *testing.T) {
 		{res, true, 8192, 32*mib + 1, false},
 		{zen5, true, 8192, 16 * mib, false}, // no Residual: none
 		{HardwareRows{ResidualBytes: 32 * mib}, true, 8192, 1, false},
+		{long, false, 16384, huge, true},
+		{long, false, 32768, huge, true},
+		{long, false, 16383, huge, false},
+		{long, false, 8192, 16 * mib, true}, // within Bytes, as without Long
+		{zen5, false, 1 << 30, huge, false}, // Long 0: none beyond Bytes
+		{HardwareRows{Long: 16384}, false, 16384, huge, true},
+		{res, false, 16384, huge, false},
+		{HardwareRows{}, false, 16384, huge, false},
+		{long, true, 16384, 1, false}, // Long is not the residual's: no Residual, none
 	} {
 		takes, name := c.r.Takes, "Takes"
 		if c.residual {
@@ -238,22 +248,6 @@ func TestHardwareRowsTakes(t *testing.T) {
 		}
 		if got := takes(c.d, c.b); got != c.takes {
 			t.Errorf("%+v.%s(%d, %d) = %v; want %v", c.r, name, c.d, c.b, got, c.takes)
-		}
-	}
-	for _, c := range []struct {
-		r     HardwareRows
-		d     int
-		takes bool
-	}{
-		{zen5, 16384, true},
-		{zen5, 32768, true},
-		{zen5, 16383, false},
-		{HardwareRows{From: 8192, Bytes: 32 * mib}, 1 << 30, false}, // Long 0: none
-		{res, 16384, false},
-		{HardwareRows{}, 16384, false},
-	} {
-		if got := c.r.TakesLong(c.d); got != c.takes {
-			t.Errorf("%+v.TakesLong(%d) = %v; want %v", c.r, c.d, got, c.takes)
 		}
 	}
 }

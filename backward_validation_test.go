@@ -71,6 +71,7 @@ func TestBackwardBadInput(t *testing.T) {
 		{"NaN Eps with no rows", Norm{Weight: w4, Eps: nan}, Grad{}, []string{"Eps = NaN"}},
 		{"UnitOffset without a weight", Norm{Dim: 4, Eps: 1e-6, UnitOffset: true}, Grad{DX: s(8), X: buf[:8], DY: s(8)}, []string{"UnitOffset", "Weight is nil"}},
 		{"Dim disagrees with Weight", Norm{Weight: w4, Dim: 5, Eps: 1e-6}, Grad{DX: s(8), X: buf[:8], DY: s(8)}, []string{"Dim = 5", "len(Weight) = 4"}},
+		{"Dim with an empty Weight", Norm{Weight: w4[:0], Dim: 4, Eps: 1e-6}, Grad{DX: s(8), X: buf[:8], DY: s(8)}, []string{"Dim = 4", "Weight is empty and not nil"}},
 		{"negative Dim", Norm{Dim: -4, Eps: 1e-6}, Grad{DX: s(8), X: buf[:8], DY: s(8)}, []string{"Dim = -4"}},
 		{"no row length", Norm{Eps: 1e-6}, Grad{DX: s(8), X: buf[:8], DY: s(8)}, []string{"row length is 0", "Weight is nil", "len(X) = 8"}},
 		{"no row length, an empty weight", Norm{Weight: []float32{}, Eps: 1e-6}, Grad{DX: s(8), X: buf[:8], DY: s(8)}, []string{"row length is 0", "Weight is empty", "len(X) = 8"}},

@@ -488,6 +488,9 @@ func checkWeight(n *Norm, nm *names) (int, weightMode) {
 	}
 	switch {
 	case n.Weight != nil:
+		if n.Dim != 0 && len(n.Weight) == 0 {
+			nm.fail("Dim = %d but Weight is empty and not nil (a norm without a weight leaves Weight nil)", n.Dim)
+		}
 		if n.Dim != 0 && n.Dim != len(n.Weight) {
 			nm.fail("Dim = %d but len(Weight) = %d (Dim may be 0 when Weight is set)", n.Dim, len(n.Weight))
 		}
@@ -659,10 +662,12 @@ func explainApply[D, T elem](n *Norm, nm *names, r *rowsOf[D, T]) string {
 		var zd D
 		var zt T
 		dr, xr := region(nm.dst, dst[:dspan]), region(nm.x, x[:span])
-		if dr.p == xr.p && (unsafe.Sizeof(zd) != unsafe.Sizeof(zt) || dstStride != stride) && dr.overlaps(xr) {
-			if unsafe.Sizeof(zd) != unsafe.Sizeof(zt) {
-				nm.fail("%s overlaps %s (the output is 16-bit, the input float32: they cannot share memory)", nm.dst, nm.x)
-			}
+		// A 16-bit output shares no memory with its float32 input, wherever it starts: the
+		// in-place hint of explainOverlaps would send the caller to another panic.
+		if unsafe.Sizeof(zd) != unsafe.Sizeof(zt) && dr.overlaps(xr) {
+			nm.fail("%s overlaps %s (the output is 16-bit, the input float32: they cannot share memory)", nm.dst, nm.x)
+		}
+		if dr.p == xr.p && dstStride != stride && dr.overlaps(xr) {
 			nm.fail("%s is %s with %s and %s (in place needs the same stride)", nm.dst, nm.x,
 				strideText("DstStride", givenDstStride, dstStride), strideText("Stride", givenStride, stride))
 		}

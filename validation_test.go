@@ -121,6 +121,7 @@ func TestApplyBadInput(t *testing.T) {
 	}
 	cases := []tc{
 		{"Dim disagrees with Weight", Norm{Weight: w4, Dim: 5, Eps: 1e-6}, Rows{Dst: make([]float32, 8), X: buf[:8]}, []string{"Dim = 5", "len(Weight) = 4"}},
+		{"Dim with an empty Weight", Norm{Weight: w4[:0], Dim: 4, Eps: 1e-6}, Rows{Dst: make([]float32, 8), X: buf[:8]}, []string{"Dim = 4", "Weight is empty and not nil"}},
 		{"UnitOffset without Weight", Norm{Dim: 4, Eps: 1e-6, UnitOffset: true}, Rows{Dst: make([]float32, 8), X: buf[:8]}, []string{"UnitOffset", "Weight is nil"}},
 		{"negative Dim", Norm{Dim: -4, Eps: 1e-6}, Rows{Dst: make([]float32, 8), X: buf[:8]}, []string{"Dim = -4"}},
 		{"no row length", Norm{Eps: 1e-6}, Rows{Dst: make([]float32, 8), X: buf[:8]}, []string{"row length is 0", "len(X) = 8"}},
@@ -191,6 +192,7 @@ func TestNormForwardBadInput(t *testing.T) {
 	}
 	cases := []tc{
 		{"Dim disagrees with Weight", Norm{Weight: w4, Dim: 5, Eps: 1e-6}, make([]float32, 8), buf[:8], []string{"Dim = 5", "len(Weight) = 4"}},
+		{"Dim with an empty Weight", Norm{Weight: w4[:0], Dim: 4, Eps: 1e-6}, make([]float32, 8), buf[:8], []string{"Dim = 4", "Weight is empty and not nil"}},
 		{"empty Weight", Norm{Weight: w4[:0], Eps: 1e-6}, make([]float32, 8), buf[:8], []string{"len(Weight) = 0", "len(x) = 8"}},
 		{"empty Weight, UnitOffset", Norm{Weight: w4[:0], Eps: 1e-6, UnitOffset: true}, make([]float32, 8), buf[:8], []string{"len(Weight) = 0", "len(x) = 8"}},
 		{"NaN Eps", Norm{Weight: w4, Eps: float32(math.NaN())}, make([]float32, 8), buf[:8], []string{"Eps = NaN"}},

@@ -66,9 +66,11 @@
 //
 // Every kernel on every architecture computes exactly the following, so results never depend on
 // the CPU, the kernel, the batch size, a row's position in the batch or the alignment of the
-// slices (NaN payloads aside: where one kernel gives NaN, all do; and a NaN that the arithmetic
-// makes, such as Inf*0, is negative on x86 (amd64, 386) and positive on the other architectures,
-// a sign that float32 and float16 outputs keep: 0xfe00 against 0x7e00; bfloat16 outputs are
+// slices (NaN payloads aside: where one kernel gives NaN, all do; a NaN that the arithmetic
+// makes from inputs without NaN, such as Inf*0, is negative on x86 (amd64, 386) and positive on
+// the other architectures, a sign that float32 and float16 outputs keep: 0xfe00 against 0x7e00;
+// where NaNs reach the inputs (a NaN of either sign in dy, say, summed into DW), which of them a
+// step passes on, and so the result's sign, can differ between kernels; bfloat16 outputs are
 // always 0x7fc0). For one row x[0..d):
 //
 //  1. Sum of squares in 64 float32 partial sums p[0..64), all starting at +0. Element i goes to

@@ -29,6 +29,8 @@ func TestBackwardPipeFlag(t *testing.T) {
 		{name: "rows of 576", d: 576, want: true},
 		{name: "rows of 512, not above backPipeAbove", d: 512},
 		{name: "rows of 1000, not a multiple of 64", d: 1000},
+		{name: "rows of 1056, a multiple of 32 and not of 64", d: 1056},
+		{name: "in place, rows of 1056", d: 1056, inPlace: true},
 		{name: "a stride of 32 bytes more", d: 1024, stride: 1032, want: true},
 		{name: "a stride of 16 bytes more", d: 1024, stride: 1028},
 		{name: "dx 4 bytes past a boundary", d: 1024, shift: 1},

@@ -1,6 +1,7 @@
 package rmsnorm
 
 import (
+	"fmt"
 	"math"
 	"slices"
 	"testing"
@@ -94,6 +95,48 @@ func TestFloat64PathReference(t *testing.T) {
 	}
 }
 
+// On the float64 path a bfloat16 output takes x*inv*w' in float64 and rounds once: a product
+// x*inv that float32 would flush to zero still gives a normal y when the weight is large. The
+// row: one element near MaxFloat32 (its square overflows float32's t) and the others 1e-30, so
+// x*inv is about 1e-68; with a weight of 1e32, y is about 1e-36. Without RoundNormalized, for
+// bfloat16 rows and float32 rows into bfloat16.
+func TestFloat64PathSmallProducts16(t *testing.T) {
+	const d = 8
+	x := make([]float32, d)
+	w := make([]float32, d)
+	x[0], w[0] = 3e38, 1
+	for i := 1; i < d; i++ {
+		x[i], w[i] = float32(-1e-30*float64(i)), 1e32
+	}
+	x16 := make([]uint16, d)
+	xw := make([]float32, d) // x as bfloat16 holds it
+	for i, v := range x {
+		x16[i] = float32ToBF16(v)
+		xw[i] = bf16ToFloat32(x16[i])
+	}
+	n := Norm{Weight: w}
+	check := func(ctx string, y []uint16, x []float32) {
+		inv := refInv64(x, 0)
+		for i := range d {
+			want := float32ToBF16(float32(float64(x[i]) * inv * float64(w[i])))
+			if i > 0 && bf16ToFloat32(want) == 0 {
+				t.Fatalf("%s: the reference's y[%d] is zero: the row does not test small products", ctx, i)
+			}
+			if y[i] != want {
+				t.Fatalf("%s: y[%d] = %#04x, want %#04x", ctx, i, y[i], want)
+			}
+		}
+	}
+	for _, k := range kernelsFor(t, formatBF16, formatToBF16) {
+		y := make([]uint16, d)
+		applyRowsWith(k, &n, formatBF16, y, x16, nil, nil, 0, 0)
+		check(fmt.Sprintf("%s bfloat16 rows", k), y, xw)
+		y = make([]uint16, d)
+		applyKernel(k, &n, formatToBF16, &rowsOf[uint16, float32]{Dst: y, X: x})
+		check(fmt.Sprintf("%s float32 rows into bfloat16", k), y, x)
+	}
+}
+
 // partingWeight returns a weight w for which n*(1 + float64(w)), rounded to float32 and then
 // to bfloat16, differs from n*(1+w) with 1+w rounded to float32 first.
 func partingWeight(t *testing.T, n float32) float32 {
@@ -113,36 +156,52 @@ func partingWeight(t *testing.T, n float32) float32 {
 // q = float32(dy*(x*inv)) into DW.
 func TestBackwardFloat64PathReference(t *testing.T) {
 	const d = 67
-	x, w, dy := tinyRow(d)
+	x, w, dy0 := tinyRow(d)
 	inv := refInv64(x, 0)
 	for _, mode := range []weightMode{weighted, offset, unweighted} {
-		n := normFor(mode, w, 0)
-		var c float64
+		// A dy of the tiny row's own, and one that makes dy*w' about x, so that s is about 1 and
+		// dx's difference cancels to a few units of x: there inv*(a-b) and inv*a - inv*b round
+		// apart, and only the contract's order gives the reference's bits.
+		cancel := make([]float32, d)
 		for i := range d {
-			c += float64(dy[i]) * weightForm64(mode, w, i) * float64(x[i])
+			cancel[i] = float32(float64(x[i]) / weightForm64(mode, w, i))
 		}
-		s := inv * inv * c / d
-		for _, k := range testKernels() {
-			for _, given := range [][]float32{nil, {1}, {float32(inv)}} { // no Inv, a stale one, the forward's
-				dx := make([]float32, d)
-				g := Grad{DX: dx, X: x, DY: dy, Inv: given}
-				var dw []float32
-				if mode != unweighted {
-					dw = make([]float32, d)
-					g.DW = dw
+		for _, dy := range [][]float32{dy0, cancel} {
+			backwardFloat64Reference(t, mode, x, w, dy, inv)
+		}
+	}
+}
+
+// backwardFloat64Reference is TestBackwardFloat64PathReference for one weight form and dy.
+func backwardFloat64Reference(t *testing.T, mode weightMode, x, w, dy []float32, inv float64) {
+	t.Helper()
+	d := len(x)
+	n := normFor(mode, w, 0)
+	var c float64
+	for i := range d {
+		c += float64(dy[i]) * weightForm64(mode, w, i) * float64(x[i])
+	}
+	s := inv * inv * c / float64(d)
+	for _, k := range testKernels() {
+		for _, given := range [][]float32{nil, {1}, {float32(inv)}} { // no Inv, a stale one, the forward's
+			dx := make([]float32, d)
+			g := Grad{DX: dx, X: x, DY: dy, Inv: given}
+			var dw []float32
+			if mode != unweighted {
+				dw = make([]float32, d)
+				g.DW = dw
+			}
+			backwardWith(k, n, g)
+			for i := range d {
+				want := float32(inv * (float64(dy[i])*weightForm64(mode, w, i) - float64(x[i])*s))
+				if math.Float32bits(dx[i]) != math.Float32bits(want) {
+					t.Fatalf("%s %v Inv %v: dx[%d] = %#08x, want %#08x", k, mode, given, i, math.Float32bits(dx[i]), math.Float32bits(want))
 				}
-				backwardWith(k, n, g)
-				for i := range d {
-					want := float32(inv * (float64(dy[i])*weightForm64(mode, w, i) - float64(x[i])*s))
-					if math.Float32bits(dx[i]) != math.Float32bits(want) {
-						t.Fatalf("%s %v Inv %v: dx[%d] = %#08x, want %#08x", k, mode, given, i, math.Float32bits(dx[i]), math.Float32bits(want))
-					}
-					if dw != nil {
-						var zero float32 // DW starts at +0: DW = +0 + P, P = q of the block's one row
-						q := float32(float64(dy[i]) * (float64(x[i]) * inv))
-						if want := zero + q; math.Float32bits(dw[i]) != math.Float32bits(want) {
-							t.Fatalf("%s %v Inv %v: DW[%d] = %#08x, want %#08x", k, mode, given, i, math.Float32bits(dw[i]), math.Float32bits(want))
-						}
+				if dw != nil {
+					var zero float32 // DW starts at +0: DW = +0 + P, P = q of the block's one row
+					q := float32(float64(dy[i]) * (float64(x[i]) * inv))
+					if want := zero + q; math.Float32bits(dw[i]) != math.Float32bits(want) {
+						t.Fatalf("%s %v Inv %v: DW[%d] = %#08x, want %#08x", k, mode, given, i, math.Float32bits(dw[i]), math.Float32bits(want))
 					}
 				}
 			}

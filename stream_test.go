@@ -131,6 +131,8 @@ func TestPipeFlag(t *testing.T) {
 		{name: "d=576", d: 576, want: true},
 		{name: "d=512 (groups)", d: 512},
 		{name: "d=600", d: 600},
+		{name: "d=4128, a multiple of 32 and not of 64", d: 4128},
+		{name: "LayerNorm, d=4128", d: 4128, center: true},
 		{name: "dst unaligned", d: 4096, shift: 1},
 		{name: "DstStride not a multiple of 8", d: 4096, dstStride: 4100},
 		{name: "DstStride a multiple of 8", d: 4096, dstStride: 4104, want: true},

@@ -177,11 +177,13 @@ func backwardFloat64Reference(t *testing.T, mode weightMode, x, w, dy []float32,
 	t.Helper()
 	d := len(x)
 	n := normFor(mode, w, 0)
+	// float64(...) around each product keeps Go from fusing it with the add (arm64 would),
+	// as the contract rounds both.
 	var c float64
 	for i := range d {
-		c += float64(dy[i]) * weightForm64(mode, w, i) * float64(x[i])
+		c += float64(float64(float64(dy[i])*weightForm64(mode, w, i)) * float64(x[i]))
 	}
-	s := inv * inv * c / float64(d)
+	s := float64(inv*inv) * c / float64(d)
 	for _, k := range testKernels() {
 		for _, given := range [][]float32{nil, {1}, {float32(inv)}} { // no Inv, a stale one, the forward's
 			dx := make([]float32, d)
@@ -193,7 +195,7 @@ func backwardFloat64Reference(t *testing.T, mode weightMode, x, w, dy []float32,
 			}
 			backwardWith(k, n, g)
 			for i := range d {
-				want := float32(inv * (float64(dy[i])*weightForm64(mode, w, i) - float64(x[i])*s))
+				want := float32(inv * (float64(float64(dy[i])*weightForm64(mode, w, i)) - float64(float64(x[i])*s)))
 				if math.Float32bits(dx[i]) != math.Float32bits(want) {
 					t.Fatalf("%s %v Inv %v: dx[%d] = %#08x, want %#08x", k, mode, given, i, math.Float32bits(dx[i]), math.Float32bits(want))
 				}

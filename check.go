@@ -488,10 +488,10 @@ func checkWeight(n *Norm, nm *names) (int, weightMode) {
 	}
 	switch {
 	case n.Weight != nil:
-		if n.Dim != 0 && len(n.Weight) == 0 {
-			nm.fail("Dim = %d but Weight is empty and not nil (a norm without a weight leaves Weight nil)", n.Dim)
-		}
 		if n.Dim != 0 && n.Dim != len(n.Weight) {
+			if len(n.Weight) == 0 {
+				nm.fail("Dim = %d but Weight is empty and not nil (a norm without a weight leaves Weight nil)", n.Dim)
+			}
 			nm.fail("Dim = %d but len(Weight) = %d (Dim may be 0 when Weight is set)", n.Dim, len(n.Weight))
 		}
 		if n.UnitOffset {

@@ -65,8 +65,8 @@
 // # Numeric contract
 //
 // Every kernel on every architecture computes exactly the following, so results never depend on
-// the CPU, the kernel, the batch size, a row's position in the batch or the alignment of the
-// slices (NaN payloads aside: where one kernel gives NaN, all do; a NaN that the arithmetic
+// the CPU, the kernel, the batch size, a row's position in the batch, the alignment of the
+// slices or the GOAMD64 level the program is built for (NaN payloads aside: where one kernel gives NaN, all do; a NaN that the arithmetic
 // makes from inputs without NaN, such as Inf*0, is negative on x86 (amd64, 386) and positive on
 // the other architectures, a sign that float32 and float16 outputs keep: 0xfe00 against 0x7e00;
 // where NaNs reach the inputs (a NaN of either sign in dy, say, summed into DW), which of them a
@@ -76,7 +76,8 @@
 //  1. Sum of squares in 64 float32 partial sums p[0..64), all starting at +0. Element i goes to
 //     p[i%64] as p = p + float32(x[i]*x[i]): the square is rounded to float32, then added, in
 //     increasing i. No fused multiply-add changes a result: a kernel fuses the two only where the
-//     square is exact (float16 rows; see 16-bit storage).
+//     square is exact (float16 rows; see 16-bit storage), and the Go code rounds each product
+//     itself, where the compiler would fuse (arm64 and others; amd64 from GOAMD64=v3).
 //  2. The partials are combined by a fixed halving tree: for h = 32, 16, 8, 4, 2, 1,
 //     p[j] = p[j] + p[j+h] for j < h. The sum is ss = p[0].
 //  3. t = ss/float32(d) + eps and inv = 1/sqrt(t), each operation rounded to float32 (IEEE

@@ -8,7 +8,8 @@ import (
 // The generic kernel: the numeric contract in plain Go. It is compiled on every platform, serves
 // where no SIMD kernel exists, and is the reference every other kernel is compared with bit for
 // bit. Every float32(...) around a product below is there to forbid a fused multiply-add, which Go
-// may otherwise use on arm64, ppc64le, s390x and riscv64.
+// may otherwise use on arm64, ppc64le, s390x and riscv64, and on amd64 built with GOAMD64=v3 or
+// above.
 
 // runGeneric runs rows [from, to) of j and returns the index of the first row that needs the
 // float64 path, or to.

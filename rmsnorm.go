@@ -65,13 +65,13 @@
 // # Numeric contract
 //
 // Every kernel on every architecture computes exactly the following, so results never depend on
-// the CPU, the kernel, the batch size, a row's position in the batch, the alignment of the
-// slices or the GOAMD64 level the program is built for (NaN payloads aside: where one kernel gives NaN, all do; a NaN that the arithmetic
-// makes from inputs without NaN, such as Inf*0, is negative on x86 (amd64, 386) and positive on
-// the other architectures, a sign that float32 and float16 outputs keep: 0xfe00 against 0x7e00;
-// where NaNs reach the inputs (a NaN of either sign in dy, say, summed into DW), which of them a
-// step passes on, and so the result's sign, can differ between kernels; bfloat16 outputs are
-// always 0x7fc0). For one row x[0..d):
+// the CPU, the kernel, the batch size, a row's position in the batch, the alignment of the slices
+// or the GOAMD64 level the program is built for (NaN payloads aside: where one kernel gives NaN,
+// all do; a NaN that the arithmetic makes from inputs without NaN, such as Inf*0, is negative on
+// x86 (amd64, 386) and positive on the other architectures, a sign that float32 and float16 outputs
+// keep: 0xfe00 against 0x7e00; where NaNs reach the inputs (a NaN of either sign in dy, say, summed
+// into DW), which of them a step passes on, and so the result's sign, can differ between kernels;
+// bfloat16 outputs are always 0x7fc0). For one row x[0..d):
 //
 //  1. Sum of squares in 64 float32 partial sums p[0..64), all starting at +0. Element i goes to
 //     p[i%64] as p = p + float32(x[i]*x[i]): the square is rounded to float32, then added, in

@@ -141,14 +141,21 @@ func emptyWeight(w []float32) string {
 	return "empty"
 }
 
+// emptyDX adds to a message about the length of the buffer named name what a caller who passed an
+// empty but non-nil DX may have meant: a nil DX is the way to ask for the weight gradient alone.
+func emptyDX(name string, dx []float32) string {
+	if name == "DX" && dx != nil && len(dx) == 0 {
+		return " (an empty DX is still a DX: leave it nil to ask for DW alone)"
+	}
+	return ""
+}
+
 // explainBackward panics with the first rule a Backward call breaks, as explainForward does.
 func explainBackward(n *Norm, g *Grad) string {
 	nm := &backwardNames
 	d, mode := checkNorm(n, nm)
 	rows, stride := g.N, g.Stride
-	if rows < 0 || stride < 0 {
-		nm.fail("N = %d and Stride = %d must not be negative", rows, stride)
-	}
+	nm.failNegative(count{"N", rows}, count{"Stride", stride})
 	if d == 0 && (len(g.X) != 0 || rows != 0) {
 		nm.fail("the row length is 0 (Weight is %s and Dim is 0) with len(X) = %d and N = %d", emptyWeight(n.Weight), len(g.X), rows)
 	}
@@ -165,7 +172,7 @@ func explainBackward(n *Norm, g *Grad) string {
 			n    int
 		}{{"DX", len(g.DX)}, {"DY", len(g.DY)}} {
 			if s.n != len(g.X) && (s.name != "DX" || g.DX != nil) {
-				nm.fail("len(%s) = %d, want len(X) = %d", s.name, s.n, len(g.X))
+				nm.fail("len(%s) = %d, want len(X) = %d%s", s.name, s.n, len(g.X), emptyDX(s.name, g.DX))
 			}
 		}
 		span = len(g.X)
@@ -190,8 +197,8 @@ func explainBackward(n *Norm, g *Grad) string {
 			n    int
 		}{{"X", len(g.X)}, {"DX", len(g.DX)}, {"DY", len(g.DY)}} {
 			if s.n < span && (s.name != "DX" || g.DX != nil) {
-				nm.fail("len(%s) = %d, want at least %d for N = %s of %d with %s", s.name, s.n, span,
-					rowCount(rows), d, strideText("Stride", g.Stride, stride))
+				nm.fail("len(%s) = %d, want at least %d for N = %s of %d with %s%s", s.name, s.n, span,
+					rowCount(rows), d, strideText("Stride", g.Stride, stride), emptyDX(s.name, g.DX))
 			}
 		}
 	}

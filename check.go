@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"math/bits"
+	"strings"
 	"unsafe"
 
 	"github.com/gosimd/rmsnorm/internal/streamrule"
@@ -37,6 +38,29 @@ var (
 
 func (nm *names) fail(format string, args ...any) {
 	panic("rmsnorm: " + nm.fn + ": " + fmt.Sprintf(format, args...))
+}
+
+// count is a named integer field of a call (N, Stride, DstStride), for failNegative.
+type count struct {
+	name string
+	v    int
+}
+
+// failNegative panics naming the fields of fs that are negative, and only those, if any is.
+func (nm *names) failNegative(fs ...count) {
+	var neg []string
+	for _, f := range fs {
+		if f.v < 0 {
+			neg = append(neg, fmt.Sprintf("%s = %d", f.name, f.v))
+		}
+	}
+	switch len(neg) {
+	case 0:
+		return
+	case 1:
+		nm.fail("%s must not be negative", neg[0])
+	}
+	nm.fail("%s and %s must not be negative", strings.Join(neg[:len(neg)-1], ", "), neg[len(neg)-1])
 }
 
 // addr returns the address of s's first element.
@@ -570,9 +594,7 @@ func explainApply[D, T elem](n *Norm, nm *names, r *rowsOf[D, T]) string {
 	dst, x, res, inv, mean, rows, stride, dstStride := r.Dst, r.X, r.Residual, r.Inv, r.Mean, r.N, r.Stride, r.DstStride
 	givenStride, givenDstStride := stride, dstStride // as the call gave them, for the messages
 	d, _ := checkNorm(n, nm)
-	if rows < 0 || stride < 0 || dstStride < 0 {
-		nm.fail("N = %d, Stride = %d and DstStride = %d must not be negative", rows, stride, dstStride)
-	}
+	nm.failNegative(count{"N", rows}, count{"Stride", stride}, count{"DstStride", dstStride})
 	if d == 0 && (len(x) != 0 || rows != 0) {
 		withN := ""
 		if rows != 0 {

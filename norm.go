@@ -67,7 +67,9 @@ type Rows struct {
 	// Stride is the distance in elements between the starts of consecutive rows in X and
 	// Residual, and in Dst unless DstStride says otherwise; zero means d. It must be >= d, and a
 	// stride other than d needs N. The elements between rows are neither read nor written, so
-	// the q or k heads inside a fused QKV buffer can be normalized in place.
+	// the q or k heads inside a fused QKV buffer can be normalized in place. They still count as
+	// the memory of X (and of Residual and Dst) for the package doc's rules on overlap: a buffer
+	// that may not share memory with X may not lie between its rows either.
 	Stride int
 	// DstStride is the distance in elements between the starts of consecutive rows of Dst; zero
 	// means Stride. It must be >= d, and like Stride a value other than d needs N. With it the

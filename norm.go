@@ -25,11 +25,11 @@ type Norm struct {
 	// ApplyToBF16 and ApplyToF16 from float32 rows), rounds x*inv to the output format before the
 	// weight multiply: n = round16(x*inv);
 	// y = round16(n*w). That is the cast order of Hugging Face transformers' LlamaRMSNorm and the
-	// models that copy it (LLaMA, Qwen 2 and 3, Mistral, DeepSeek V2 and V3), and of vLLM's
+	// models that copy it (LLaMA 2 to 4, Qwen 2 and 3, Mistral, DeepSeek V2 and V3), and of vLLM's
 	// RMSNorm on its PyTorch and CUDA paths. Without it (the default) y = round16((x*inv)*w), one
-	// rounding, as PyTorch's F.rms_norm, the vLLM and sglang CPU kernels, Gemma 3n and Gemma 4
-	// compute it, and as Gemma 1 to 3 compute (x*inv)*(1+w). It has no effect on float32 output or
-	// without a weight.
+	// rounding, as PyTorch's F.rms_norm, the vLLM and sglang CPU kernels, GPT-OSS, OLMo 2, Gemma 3n
+	// and Gemma 4 compute it, and as Gemma 1 to 3 compute (x*inv)*(1+w). It has no effect on
+	// float32 output or without a weight.
 	RoundNormalized bool
 	// Center subtracts the row's mean before normalizing: with it a Norm is LayerNorm,
 	// y[i] = (x[i]-mean)/sqrt(var + Eps) * w'[i] (+ Bias[i]), var the mean of the centered

@@ -40,8 +40,13 @@
 //
 //	model                                  Weight      RoundNormalized  Eps
 //	LLaMA 2, LLaMA 3                       Weight      yes              from config
+//	LLaMA 4                                Weight      yes              from config
+//	LLaMA 4 q/k norm (RoPE layers)         none        -                from config
 //	Qwen 2, 2.5, 3 (and Qwen 3 q/k norm)   Weight      yes              from config
 //	Mistral                                Weight      yes              from config
+//	GPT-OSS                                Weight      no               from config
+//	OLMo 2 (and its q/k norm, whose row is Weight      no               from config
+//	  every head at once)
 //	DeepSeek V2, V3                        Weight      yes              from config; 1e-6 for
 //	                                                                    q_a_layernorm, kv_a_layernorm
 //	Gemma 1, 2, 3 (Gemma 3 q/k norm)       UnitOffset  no               from config
